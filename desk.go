@@ -1,0 +1,76 @@
+// Package desk holds desk's domain: the types every other package speaks
+// (workspaces, actors, sessions, artifacts, selection groups, origins), the
+// error taxonomy, id generation, and the Store interface that the storage
+// adapters implement.
+//
+// It imports nothing of desk's own and never touches the disk, the network or
+// a database; adapters and services depend on it, never the other way round.
+package desk
+
+import (
+	"context"
+	"time"
+)
+
+// Origin is the server-stamped provenance of a durable record: who produced
+// it, in which session and execution. It is built from the authenticated
+// caller and the running execution, never from a request body.
+type Origin struct {
+	WorkspaceID string `json:"workspace_id"`
+	SessionID   string `json:"session_id,omitempty"`
+	ExecutionID string `json:"execution_id,omitempty"`
+	SurfaceID   string `json:"surface_id,omitempty"`
+	CommandID   string `json:"command_id,omitempty"`
+	// Actor is the acting actor's id, or "admin" for the admin token.
+	Actor string `json:"actor"`
+	// Kind says which door the record came through: OriginUser for a person
+	// or program calling the API, OriginAgent for a tool call of an
+	// execution, OriginSystem for desk itself.
+	Kind string `json:"kind"`
+}
+
+// Origin kinds.
+const (
+	OriginUser   = "user"
+	OriginAgent  = "agent"
+	OriginSystem = "system"
+)
+
+// AdminActor is the Origin.Actor value for requests made with the admin token.
+const AdminActor = "admin"
+
+// Principal is the authenticated caller of a request.
+type Principal struct {
+	Admin       bool
+	WorkspaceID string // actor principals only
+	ActorID     string // actor principals only
+}
+
+// CanSeeActor reports whether p may see data owned by the given actor of the
+// given workspace.
+func (p Principal) CanSeeActor(workspaceID, actorID string) bool {
+	return p.Admin || (p.WorkspaceID == workspaceID && p.ActorID == actorID)
+}
+
+// CanSeeWorkspace reports whether p may see the workspace at all.
+func (p Principal) CanSeeWorkspace(workspaceID string) bool {
+	return p.Admin || p.WorkspaceID == workspaceID
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns a context carrying the authenticated caller.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the caller stored in ctx; ok is false when the
+// request was not authenticated, which services treat as forbidden.
+func PrincipalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// Now returns the current time truncated to microseconds in UTC, the
+// precision both stores keep, so values round-trip through either exactly.
+func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }

@@ -1,0 +1,65 @@
+package desk
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. They are part of the HTTP contract ({"error":{"code","message"}})
+// and of the Go client, so the CLI sees the same codes the server produced.
+const (
+	EINVALID      = "invalid"      // the request is malformed or names something impossible
+	EUNAUTHORIZED = "unauthorized" // no or unknown credentials
+	EFORBIDDEN    = "forbidden"    // credentials are known but may not do this
+	ENOTFOUND     = "not_found"    // no such thing, or the caller may not know it exists
+	ECONFLICT     = "conflict"     // the request contradicts the current state
+	ETOOLARGE     = "too_large"    // a body or a quota limit was exceeded
+	EBUSY         = "busy"         // the target is occupied; retry later
+	EUNAVAILABLE  = "unavailable"  // a dependency is down or the target is gone for good
+	EINTERNAL     = "internal"     // a failure of the machine, not of the request
+	ENOSPACE      = "insufficient_storage"
+)
+
+// Error is desk's one error type for failures a caller should see. Anything
+// that is not an *Error is reported as internal, with its text kept out of
+// the response so that machine details never leak to clients.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf returns an *Error with the given code and a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, or
+// EINTERNAL for any other error, or "" for nil.
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the message of the first *Error in err's chain, or a
+// generic text for internal errors.
+func ErrorMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}
+
+// IsCode reports whether err carries the given code.
+func IsCode(err error, code string) bool { return ErrorCode(err) == code }

@@ -1,0 +1,48 @@
+package desk
+
+import "time"
+
+// Session lifecycle states.
+const (
+	SessionActive  = "active"
+	SessionRetired = "retired"
+)
+
+// Session is the unit of identity and ownership. It is bound at birth to one
+// workspace and one actor and never moves.
+type Session struct {
+	ID          string    `json:"id"`
+	Signature   string    `json:"signature"`
+	WorkspaceID string    `json:"workspace_id"`
+	Actor       string    `json:"actor"` // the owning actor's id
+	Title       string    `json:"title"`
+	Pinned      bool      `json:"pinned"`
+	Archived    bool      `json:"archived"`
+	Unread      bool      `json:"unread"`
+	Lifecycle   string    `json:"lifecycle"`
+	Origin      Origin    `json:"origin"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+
+	// Deleting is set while a delete is in progress: the session is already
+	// invisible, its files are being removed, and startup finishes the job
+	// if desk stopped half-way.
+	Deleting bool `json:"-"`
+}
+
+// SessionFilter selects sessions in ListSessions. Nil pointers do not filter.
+type SessionFilter struct {
+	WorkspaceID string
+	ActorID     string
+	Pinned      *bool
+	Archived    *bool
+}
+
+// SessionUpdate changes the mutable fields of a session. Nil fields stay.
+type SessionUpdate struct {
+	Title     *string
+	Pinned    *bool
+	Archived  *bool
+	Unread    *bool
+	Lifecycle *string
+}

@@ -1,0 +1,129 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/desk-runtime/desk"
+)
+
+const sessionCols = `id, signature, workspace_id, actor_id, title, pinned, archived, unread, lifecycle, origin, deleting, created_at, updated_at`
+
+func scanSession(r interface{ Scan(...any) error }) (*desk.Session, error) {
+	var x desk.Session
+	var origin string
+	var c, u int64
+	if err := r.Scan(&x.ID, &x.Signature, &x.WorkspaceID, &x.Actor, &x.Title, &x.Pinned, &x.Archived,
+		&x.Unread, &x.Lifecycle, &origin, &x.Deleting, &c, &u); err != nil {
+		return nil, err
+	}
+	o, err := decodeOrigin(origin)
+	if err != nil {
+		return nil, err
+	}
+	x.Origin, x.CreatedAt, x.UpdatedAt = o, fromMicros(c), fromMicros(u)
+	return &x, nil
+}
+
+func (s *DB) CreateSession(ctx context.Context, x *desk.Session) error {
+	_, err := s.exec(ctx, s.db, `INSERT INTO sessions (`+sessionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		x.ID, x.Signature, x.WorkspaceID, x.Actor, x.Title, x.Pinned, x.Archived, x.Unread, x.Lifecycle,
+		encodeJSON(x.Origin), false, micros(x.CreatedAt), micros(x.UpdatedAt))
+	return s.conflict(err, "session "+x.ID+" already exists")
+}
+
+func (s *DB) GetSession(ctx context.Context, id string) (*desk.Session, error) {
+	x, err := scanSession(s.queryRow(ctx, s.db,
+		`SELECT `+sessionCols+` FROM sessions WHERE id = ? AND deleting = ?`, id, false))
+	if err != nil {
+		return nil, notFound(err, "session", id)
+	}
+	return x, nil
+}
+
+// ListSessions returns matching sessions, most recently updated first.
+func (s *DB) ListSessions(ctx context.Context, f desk.SessionFilter) ([]*desk.Session, error) {
+	where := []string{"deleting = ?"}
+	args := []any{false}
+	if f.WorkspaceID != "" {
+		where, args = append(where, "workspace_id = ?"), append(args, f.WorkspaceID)
+	}
+	if f.ActorID != "" {
+		where, args = append(where, "actor_id = ?"), append(args, f.ActorID)
+	}
+	if f.Pinned != nil {
+		where, args = append(where, "pinned = ?"), append(args, *f.Pinned)
+	}
+	if f.Archived != nil {
+		where, args = append(where, "archived = ?"), append(args, *f.Archived)
+	}
+	rows, err := s.query(ctx, s.db, `SELECT `+sessionCols+` FROM sessions WHERE `+
+		strings.Join(where, " AND ")+` ORDER BY updated_at DESC, id DESC`, args...)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, scanSession)
+}
+
+func (s *DB) UpdateSession(ctx context.Context, id string, u desk.SessionUpdate) (*desk.Session, error) {
+	set := []string{"updated_at = ?"}
+	args := []any{micros(desk.Now())}
+	if u.Title != nil {
+		set, args = append(set, "title = ?"), append(args, *u.Title)
+	}
+	if u.Pinned != nil {
+		set, args = append(set, "pinned = ?"), append(args, *u.Pinned)
+	}
+	if u.Archived != nil {
+		set, args = append(set, "archived = ?"), append(args, *u.Archived)
+	}
+	if u.Unread != nil {
+		set, args = append(set, "unread = ?"), append(args, *u.Unread)
+	}
+	if u.Lifecycle != nil {
+		set, args = append(set, "lifecycle = ?"), append(args, *u.Lifecycle)
+	}
+	args = append(args, id, false)
+	res, err := s.exec(ctx, s.db, `UPDATE sessions SET `+strings.Join(set, ", ")+` WHERE id = ? AND deleting = ?`, args...)
+	if err != nil {
+		return nil, err
+	}
+	if err := affected(res, "session", id); err != nil {
+		return nil, err
+	}
+	return s.GetSession(ctx, id)
+}
+
+func (s *DB) MarkSessionDeleting(ctx context.Context, id string) error {
+	res, err := s.exec(ctx, s.db, `UPDATE sessions SET deleting = ? WHERE id = ? AND deleting = ?`, true, id, false)
+	if err != nil {
+		return err
+	}
+	return affected(res, "session", id)
+}
+
+// PurgeSession removes the session's rows and everything that hangs off it.
+// Selection groups are the workspace's and stay; only the bindings go.
+func (s *DB) PurgeSession(ctx context.Context, id string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		for _, q := range []string{
+			`DELETE FROM artifacts WHERE session_id = ?`,
+			`DELETE FROM session_bindings WHERE session_id = ?`,
+			`DELETE FROM sessions WHERE id = ?`,
+		} {
+			if _, err := s.exec(ctx, tx, q, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *DB) ListDeletingSessions(ctx context.Context) ([]*desk.Session, error) {
+	rows, err := s.query(ctx, s.db, `SELECT `+sessionCols+` FROM sessions WHERE deleting = ? ORDER BY id`, true)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, scanSession)
+}

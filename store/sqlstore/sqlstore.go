@@ -1,0 +1,197 @@
+// Package sqlstore implements desk.Store over database/sql with one portable
+// schema (TEXT, BIGINT and BOOLEAN only) and embedded goose migrations. The
+// SQLite and Postgres adapters (store/sqlite, store/postgres) open the
+// connection and supply a Dialect; everything else is shared here so the two
+// stores cannot drift apart.
+//
+// It must never hold file bytes: files live in the blob area on disk and only
+// their metadata is stored here.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/desk-runtime/desk"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Dialect is what differs between the SQL databases desk supports.
+type Dialect struct {
+	// Goose is the migration dialect.
+	Goose goose.Dialect
+	// Numbered is true when placeholders are $1, $2… instead of ?.
+	Numbered bool
+	// IsUniqueViolation reports whether err is a unique-constraint failure.
+	IsUniqueViolation func(error) bool
+	// Locker serializes migrations across processes, when the database can.
+	Locker lock.SessionLocker
+}
+
+// DB is a desk.Store on a database/sql handle.
+type DB struct {
+	db *sql.DB
+	d  Dialect
+
+	mu     sync.Mutex
+	rebind map[string]string
+}
+
+var _ desk.Store = (*DB)(nil)
+
+// Open migrates db to the newest schema and returns the store. The store owns
+// db from then on and closes it in Close.
+func Open(ctx context.Context, db *sql.DB, d Dialect) (*DB, error) {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var opts []goose.ProviderOption
+	if d.Locker != nil {
+		opts = append(opts, goose.WithSessionLocker(d.Locker))
+	}
+	p, err := goose.NewProvider(d.Goose, db, sub, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	return &DB{db: db, d: d, rebind: map[string]string{}}, nil
+}
+
+// SQL exposes the underlying handle to the adapter packages and tests.
+func (s *DB) SQL() *sql.DB { return s.db }
+
+// Close closes the database.
+func (s *DB) Close() error { return s.db.Close() }
+
+// q rewrites ? placeholders for dialects that number them. Queries are
+// constants, so the rewritten text is cached.
+func (s *DB) q(query string) string {
+	if !s.d.Numbered {
+		return query
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.rebind[query]; ok {
+		return r
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(query[i])
+	}
+	r := b.String()
+	s.rebind[query] = r
+	return r
+}
+
+// querier is what *sql.DB and *sql.Tx have in common.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (s *DB) exec(ctx context.Context, x querier, query string, args ...any) (sql.Result, error) {
+	return x.ExecContext(ctx, s.q(query), args...)
+}
+
+func (s *DB) queryRow(ctx context.Context, x querier, query string, args ...any) *sql.Row {
+	return x.QueryRowContext(ctx, s.q(query), args...)
+}
+
+func (s *DB) query(ctx context.Context, x querier, query string, args ...any) (*sql.Rows, error) {
+	return x.QueryContext(ctx, s.q(query), args...)
+}
+
+// tx runs fn in a transaction and commits it when fn returns nil.
+func (s *DB) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// conflict turns a unique violation into ECONFLICT with msg and passes other
+// errors through with context.
+func (s *DB) conflict(err error, msg string) error {
+	if err == nil {
+		return nil
+	}
+	if s.d.IsUniqueViolation != nil && s.d.IsUniqueViolation(err) {
+		return desk.Errorf(desk.ECONFLICT, "%s", msg)
+	}
+	return err
+}
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+func encodeJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only desk's own plain structs are encoded here.
+		panic("sqlstore: encode: " + err.Error())
+	}
+	return string(b)
+}
+
+func decodeOrigin(s string) (desk.Origin, error) {
+	var o desk.Origin
+	if s == "" {
+		return o, nil
+	}
+	if err := json.Unmarshal([]byte(s), &o); err != nil {
+		return o, fmt.Errorf("decode origin: %w", err)
+	}
+	return o, nil
+}
+
+func notFound(err error, what, id string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return desk.Errorf(desk.ENOTFOUND, "%s %s not found", what, id)
+	}
+	return err
+}
+
+func affected(res sql.Result, what, id string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return desk.Errorf(desk.ENOTFOUND, "%s %s not found", what, id)
+	}
+	return nil
+}
