@@ -1,0 +1,196 @@
+// Package app wires desk's services into one running server: it opens the
+// store, runs startup recovery before anything is served, and builds the
+// HTTP handler. cmd/desk keeps only flags; tests start the same App the
+// binary does, so what they exercise is what ships.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/gc"
+	"github.com/desk-runtime/desk/httpapi"
+	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/selection"
+	"github.com/desk-runtime/desk/session"
+	"github.com/desk-runtime/desk/store/postgres"
+	"github.com/desk-runtime/desk/store/sqlite"
+	"github.com/desk-runtime/desk/workspace"
+)
+
+// Config is everything desk needs to start.
+type Config struct {
+	Home       string // DESK_HOME
+	Postgres   string // DSN; SQLite in Home when empty
+	AdminToken string // DESK_ADMIN_TOKEN; generated into Home when empty
+	// MaxArtifactBytes refuses larger artifacts; 0 means no limit.
+	MaxArtifactBytes int64
+	Logger           *slog.Logger
+	Version          string
+}
+
+// App is a running desk without its listener.
+type App struct {
+	Config     Config
+	Home       layout.Home
+	Store      desk.Store
+	AdminToken string
+	Workspaces desk.WorkspaceService
+	Sessions   desk.SessionService
+	Artifacts  desk.ArtifactService
+	Selection  desk.SelectionService
+	Collector  *gc.Collector
+	Handler    http.Handler
+	log        *slog.Logger
+}
+
+// recoverer is implemented by services that finish interrupted work.
+type recoverer interface {
+	Recover(ctx context.Context) error
+}
+
+// Open opens the store and services, finishes whatever a crash interrupted,
+// and returns an App ready to serve.
+func Open(ctx context.Context, cfg Config) (*App, error) {
+	if cfg.Home == "" {
+		return nil, errors.New("app: Home is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	home := layout.Home{Root: cfg.Home}
+	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
+		return nil, fmt.Errorf("create home %s: %w", cfg.Home, err)
+	}
+	token, err := adminToken(home, cfg.AdminToken)
+	if err != nil {
+		return nil, err
+	}
+	var store desk.Store
+	if cfg.Postgres != "" {
+		store, err = postgres.Open(ctx, cfg.Postgres)
+	} else {
+		store, err = sqlite.Open(ctx, home.DB())
+	}
+	if err != nil {
+		return nil, err
+	}
+	a := &App{Config: cfg, Home: home, Store: store, AdminToken: token, log: cfg.Logger}
+	a.Workspaces = workspace.New(store, home, token)
+	a.Sessions = session.New(store, home, a.Workspaces)
+	a.Artifacts = session.NewArtifacts(store, home, session.ArtifactOptions{MaxBytes: cfg.MaxArtifactBytes})
+	a.Selection = selection.New(store, home, a.Workspaces)
+	a.Collector = &gc.Collector{Store: store, Home: home}
+
+	// Recovery runs before the handler exists, so no request can observe a
+	// half-finished delete or install.
+	for _, r := range []any{a.Sessions, a.Artifacts} {
+		if rc, ok := r.(recoverer); ok {
+			if err := rc.Recover(ctx); err != nil {
+				store.Close()
+				return nil, fmt.Errorf("startup recovery: %w", err)
+			}
+		}
+	}
+	api := &httpapi.Server{
+		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
+		Reclaimer: a.Collector, Logger: cfg.Logger.With("component", "http"), Version: cfg.Version,
+	}
+	a.Handler = api.Handler()
+	return a, nil
+}
+
+// Close releases the store.
+func (a *App) Close(ctx context.Context) error { return a.Store.Close() }
+
+// Serve listens on addr until ctx is cancelled, then shuts down gracefully,
+// letting in-flight requests finish for up to grace. ready, if not nil, is
+// called with the bound address once the listener is open.
+func (a *App) Serve(ctx context.Context, addr string, grace time.Duration, ready func(net.Addr)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           a.Handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// adminToken returns the configured token, or the one stored in the home,
+// generating and storing it (mode 0600) on first start.
+func adminToken(home layout.Home, configured string) (string, error) {
+	if configured != "" {
+		return configured, nil
+	}
+	p := home.AdminToken()
+	b, err := os.ReadFile(p)
+	if err == nil {
+		tok := strings.TrimSpace(string(b))
+		if tok == "" {
+			return "", fmt.Errorf("admin token file %s is empty; delete it to generate a new token", p)
+		}
+		return tok, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("read admin token: %w", err)
+	}
+	tok := workspace.NewAdminToken()
+	f, err := os.CreateTemp(filepath.Dir(p), ".admin.token-*") // mode 0600
+	if err != nil {
+		return "", fmt.Errorf("write admin token: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if _, err := f.WriteString(tok + "\n"); err != nil {
+		f.Close()
+		return "", fmt.Errorf("write admin token: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", fmt.Errorf("write admin token: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("write admin token: %w", err)
+	}
+	// Link instead of rename so two processes starting at once agree on
+	// one token: the loser finds the winner's file and uses it.
+	if err := os.Link(tmp, p); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return adminToken(home, "")
+		}
+		return "", fmt.Errorf("write admin token: %w", err)
+	}
+	return tok, nil
+}

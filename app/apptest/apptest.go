@@ -1,0 +1,166 @@
+// Package apptest starts real desk servers for tests: a real store (SQLite
+// in a temporary home, or Postgres when asked), the real handler behind an
+// httptest listener, and helpers to speak raw HTTP to it. Restart closes the
+// server and opens a new one on the same home, as a process restart would.
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/desk-runtime/desk/app"
+)
+
+// Env is one running desk server under test.
+type Env struct {
+	T      testing.TB
+	Config app.Config
+	App    *app.App
+	Server *httptest.Server
+	Token  string // the admin token
+}
+
+// Start opens a desk on a fresh temporary home (or cfg.Home when set).
+func Start(t testing.TB, cfg app.Config) *Env {
+	t.Helper()
+	if cfg.Home == "" {
+		cfg.Home = t.TempDir()
+	}
+	e := &Env{T: t, Config: cfg}
+	e.open()
+	t.Cleanup(e.stop)
+	return e
+}
+
+func (e *Env) open() {
+	e.T.Helper()
+	a, err := app.Open(context.Background(), e.Config)
+	if err != nil {
+		e.T.Fatalf("open desk: %v", err)
+	}
+	e.App, e.Token = a, a.AdminToken
+	e.Server = httptest.NewServer(a.Handler)
+}
+
+func (e *Env) stop() {
+	if e.Server != nil {
+		e.Server.Close()
+		e.Server = nil
+	}
+	if e.App != nil {
+		e.App.Close(context.Background())
+		e.App = nil
+	}
+}
+
+// Restart stops the server and starts a new one on the same home and store.
+func (e *Env) Restart() {
+	e.T.Helper()
+	e.stop()
+	e.open()
+}
+
+// Response is a finished HTTP exchange.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// ErrorCode returns the code of a JSON error body, or "".
+func (r *Response) ErrorCode() string {
+	var b struct {
+		Error struct{ Code, Message string }
+	}
+	_ = json.Unmarshal(r.Body, &b)
+	return b.Error.Code
+}
+
+// ErrorMessage returns the message of a JSON error body, or "".
+func (r *Response) ErrorMessage() string {
+	var b struct {
+		Error struct{ Code, Message string }
+	}
+	_ = json.Unmarshal(r.Body, &b)
+	return b.Error.Message
+}
+
+// Decode unmarshals the body into v, failing the test on error.
+func (r *Response) Decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// Req sends a request with the given token ("" for none). body may be nil,
+// a []byte, a string, an io.Reader, or any value to encode as JSON.
+func (e *Env) Req(method, path, token string, body any, header ...string) *Response {
+	e.T.Helper()
+	var rd io.Reader
+	ct := ""
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd, ct = bytes.NewReader(b), "application/octet-stream"
+	case string:
+		rd, ct = strings.NewReader(b), "application/json"
+	case io.Reader:
+		rd, ct = b, "application/octet-stream"
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		rd, ct = bytes.NewReader(j), "application/json"
+	}
+	req, err := http.NewRequest(method, e.Server.URL+path, rd)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := e.Server.Client().Do(req)
+	if err != nil {
+		e.T.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.T.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
+}
+
+// Admin sends a request with the admin token.
+func (e *Env) Admin(method, path string, body any, header ...string) *Response {
+	e.T.Helper()
+	return e.Req(method, path, e.Token, body, header...)
+}
+
+// Must sends an admin request, fails the test unless the status is want,
+// and decodes the JSON answer into out when out is not nil.
+func (e *Env) Must(want int, method, path string, body, out any) *Response {
+	e.T.Helper()
+	r := e.Admin(method, path, body)
+	if r.Status != want {
+		e.T.Fatalf("%s %s = %d %s; want %d", method, path, r.Status, r.Body, want)
+	}
+	if out != nil {
+		r.Decode(e.T, out)
+	}
+	return r
+}

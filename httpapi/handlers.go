@@ -1,0 +1,201 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/desk-runtime/desk"
+)
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
+	return nil
+}
+
+// ignoredOrigin accepts and discards an "origin" field in request bodies:
+// provenance is stamped by the server from the token, and a client that
+// sends one must not be able to set it (nor be refused for trying).
+type ignoredOrigin struct {
+	Origin json.RawMessage `json:"origin,omitempty"`
+}
+
+func (s *Server) createWorkspace(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Name string `json:"name"`
+		ignoredOrigin
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	ws, err := s.Workspaces.CreateWorkspace(r.Context(), in.Name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, ws)
+	return nil
+}
+
+func (s *Server) listWorkspaces(w http.ResponseWriter, r *http.Request) error {
+	ws, err := s.Workspaces.ListWorkspaces(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"workspaces": nonNil(ws)})
+	return nil
+}
+
+func (s *Server) getWorkspace(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "ws", desk.PrefixWorkspace)
+	if err != nil {
+		return err
+	}
+	ws, err := s.Workspaces.GetWorkspace(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ws)
+	return nil
+}
+
+func (s *Server) createActor(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "ws", desk.PrefixWorkspace)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Name string `json:"name"`
+		Kind string `json:"kind"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	a, tok, err := s.Workspaces.CreateActor(r.Context(), id, in.Name, in.Kind)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"actor": a, "token": tok})
+	return nil
+}
+
+func (s *Server) listActors(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "ws", desk.PrefixWorkspace)
+	if err != nil {
+		return err
+	}
+	as, err := s.Workspaces.ListActors(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"actors": nonNil(as)})
+	return nil
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "ws", desk.PrefixWorkspace)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Actor string `json:"actor"`
+		Title string `json:"title"`
+		ignoredOrigin
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	x, err := s.Sessions.Create(r.Context(), desk.SessionCreate{WorkspaceID: id, Actor: in.Actor, Title: in.Title})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, x)
+	return nil
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "ws", desk.PrefixWorkspace)
+	if err != nil {
+		return err
+	}
+	f := desk.SessionFilter{WorkspaceID: id}
+	if f.Pinned, err = boolParam(r, "pinned"); err != nil {
+		return err
+	}
+	if f.Archived, err = boolParam(r, "archived"); err != nil {
+		return err
+	}
+	xs, err := s.Sessions.List(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": nonNil(xs)})
+	return nil
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "ses", desk.PrefixSession)
+	if err != nil {
+		return err
+	}
+	x, err := s.Sessions.Get(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, x)
+	return nil
+}
+
+func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "ses", desk.PrefixSession)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Title    *string `json:"title"`
+		Pinned   *bool   `json:"pinned"`
+		Archived *bool   `json:"archived"`
+		Unread   *bool   `json:"unread"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	x, err := s.Sessions.Update(r.Context(), id, desk.SessionUpdate{Title: in.Title, Pinned: in.Pinned, Archived: in.Archived, Unread: in.Unread})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, x)
+	return nil
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "ses", desk.PrefixSession)
+	if err != nil {
+		return err
+	}
+	if err := s.Sessions.Delete(r.Context(), id); err != nil {
+		return err
+	}
+	return noContent(w)
+}
+
+func (s *Server) storagePressure(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Level string `json:"level"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	rep, err := s.Reclaimer.Pressure(r.Context(), in.Level)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rep)
+	return nil
+}
+
+// nonNil makes empty lists encode as [] rather than null.
+func nonNil[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return xs
+}

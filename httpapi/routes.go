@@ -1,0 +1,107 @@
+package httpapi
+
+import (
+	"net/http"
+)
+
+// param documents a query parameter.
+type param struct {
+	Name, Type, Doc string
+	Required        bool
+}
+
+// route is one entry of the route table: how it is served and how it is
+// documented. The router and the OpenAPI document are both built from this
+// table, and a test sends a request to every documented operation.
+type route struct {
+	Method, Path string
+	Public       bool
+	Tag, Summary string
+	Query        []param
+	// Body is the request body: "" for none, "binary" for raw bytes, or the
+	// name of a component schema.
+	Body string
+	// Resp is the success body: "" for none (204), "binary", or a schema
+	// name. Status is the success status.
+	Resp   string
+	Status int
+	handle func(*Server, http.ResponseWriter, *http.Request) error
+}
+
+func (s *Server) routes() []route {
+	return []route{
+		{Method: "GET", Path: "/healthz", Public: true, Tag: "system", Summary: "Liveness: answers without authentication once desk is serving.",
+			Resp: "Health", Status: 200, handle: (*Server).health},
+		{Method: "GET", Path: "/v1/openapi.json", Tag: "system", Summary: "This OpenAPI 3.1 document.",
+			Resp: "OpenAPI", Status: 200, handle: (*Server).openapi},
+
+		{Method: "POST", Path: "/v1/workspaces", Tag: "workspaces", Summary: "Create a workspace (admin). It starts with a human actor named owner.",
+			Body: "WorkspaceCreate", Resp: "Workspace", Status: 201, handle: (*Server).createWorkspace},
+		{Method: "GET", Path: "/v1/workspaces", Tag: "workspaces", Summary: "List the workspaces the caller can see.",
+			Resp: "WorkspaceList", Status: 200, handle: (*Server).listWorkspaces},
+		{Method: "GET", Path: "/v1/workspaces/{ws}", Tag: "workspaces", Summary: "Get a workspace.",
+			Resp: "Workspace", Status: 200, handle: (*Server).getWorkspace},
+		{Method: "POST", Path: "/v1/workspaces/{ws}/actors", Tag: "workspaces", Summary: "Create an actor and its token (admin). The token is shown only here.",
+			Body: "ActorCreate", Resp: "ActorCreated", Status: 201, handle: (*Server).createActor},
+		{Method: "GET", Path: "/v1/workspaces/{ws}/actors", Tag: "workspaces", Summary: "List actors (an actor token sees only itself).",
+			Resp: "ActorList", Status: 200, handle: (*Server).listActors},
+
+		{Method: "POST", Path: "/v1/workspaces/{ws}/sessions", Tag: "sessions", Summary: "Create a session bound to the workspace and an actor (an actor token: itself only).",
+			Body: "SessionCreate", Resp: "Session", Status: 201, handle: (*Server).createSession},
+		{Method: "GET", Path: "/v1/workspaces/{ws}/sessions", Tag: "sessions", Summary: "List sessions, most recently updated first.",
+			Query: []param{{Name: "pinned", Type: "boolean", Doc: "only pinned (true) or unpinned (false) sessions"},
+				{Name: "archived", Type: "boolean", Doc: "only archived (true) or active (false) sessions"}},
+			Resp: "SessionList", Status: 200, handle: (*Server).listSessions},
+		{Method: "GET", Path: "/v1/sessions/{ses}", Tag: "sessions", Summary: "Get a session.",
+			Resp: "Session", Status: 200, handle: (*Server).getSession},
+		{Method: "PATCH", Path: "/v1/sessions/{ses}", Tag: "sessions", Summary: "Rename, pin, archive or mark a session unread.",
+			Body: "SessionPatch", Resp: "Session", Status: 200, handle: (*Server).patchSession},
+		{Method: "DELETE", Path: "/v1/sessions/{ses}", Tag: "sessions", Summary: "Delete a session with its artifacts, bindings and scratch; selection groups stay.",
+			Status: 204, handle: (*Server).deleteSession},
+
+		{Method: "POST", Path: "/v1/sessions/{ses}/artifacts", Tag: "artifacts", Summary: "Store the body as a new artifact. Bytes decide the kind; misleading PNG/JPEG/PDF/XLSX/DOCX claims are refused.",
+			Query: []param{{Name: "name", Type: "string", Required: true, Doc: "file name; sanitized, .md added when there is no extension"},
+				{Name: "immutable", Type: "boolean", Doc: "store under /artifacts/immutable, refusing later updates"}},
+			Body: "binary", Resp: "Artifact", Status: 201, handle: (*Server).createArtifact},
+		{Method: "GET", Path: "/v1/sessions/{ses}/artifacts", Tag: "artifacts", Summary: "List the session's artifacts, oldest first.",
+			Resp: "ArtifactList", Status: 200, handle: (*Server).listArtifacts},
+		{Method: "GET", Path: "/v1/sessions/{ses}/artifacts/{art}", Tag: "artifacts", Summary: "Get an artifact's metadata.",
+			Resp: "Artifact", Status: 200, handle: (*Server).getArtifact},
+		{Method: "GET", Path: "/v1/sessions/{ses}/artifacts/{art}/content", Tag: "artifacts", Summary: "Download the bytes (Range, ETag and conditional requests supported).",
+			Resp: "binary", Status: 200, handle: (*Server).artifactContent},
+		{Method: "PUT", Path: "/v1/sessions/{ses}/artifacts/{art}/content", Tag: "artifacts", Summary: "Replace the bytes: same id, next revision; the previous revision is kept for one-step revert.",
+			Body: "binary", Resp: "Artifact", Status: 200, handle: (*Server).updateArtifact},
+		{Method: "POST", Path: "/v1/sessions/{ses}/artifacts/{art}/revert", Tag: "artifacts", Summary: "Restore the previous revision's bytes as a new revision (409 when there is none).",
+			Resp: "Artifact", Status: 200, handle: (*Server).revertArtifact},
+		{Method: "DELETE", Path: "/v1/sessions/{ses}/artifacts/{art}", Tag: "artifacts", Summary: "Delete an artifact: bytes, kept revision and row.",
+			Status: 204, handle: (*Server).deleteArtifact},
+
+		{Method: "POST", Path: "/v1/workspaces/{ws}/groups", Tag: "groups", Summary: "Create a selection group (ambient context owned by the workspace).",
+			Body: "GroupCreate", Resp: "Group", Status: 201, handle: (*Server).createGroup},
+		{Method: "GET", Path: "/v1/workspaces/{ws}/groups", Tag: "groups", Summary: "List the workspace's selection groups.",
+			Resp: "GroupList", Status: 200, handle: (*Server).listGroups},
+		{Method: "GET", Path: "/v1/groups/{grp}", Tag: "groups", Summary: "Get a group with its items.",
+			Resp: "GroupWithItems", Status: 200, handle: (*Server).getGroup},
+		{Method: "DELETE", Path: "/v1/groups/{grp}", Tag: "groups", Summary: "Delete a group; its bindings go, items nothing else holds are collected.",
+			Status: 204, handle: (*Server).deleteGroup},
+		{Method: "POST", Path: "/v1/groups/{grp}/items", Tag: "groups", Summary: "Add an item: a JSON body with text or url, or raw bytes with ?name=.",
+			Query: []param{{Name: "name", Type: "string", Doc: "file name for a raw-bytes item"}},
+			Body:  "ItemCreate", Resp: "Item", Status: 201, handle: (*Server).addItem},
+		{Method: "DELETE", Path: "/v1/groups/{grp}/items/{item}", Tag: "groups", Summary: "Remove an item from the group; it is collected at once when nothing holds it.",
+			Status: 204, handle: (*Server).removeItem},
+		{Method: "PUT", Path: "/v1/sessions/{ses}/bindings", Tag: "groups", Summary: "Replace the groups a session binds.",
+			Body: "BindingsPut", Resp: "GroupList", Status: 200, handle: (*Server).putBindings},
+		{Method: "GET", Path: "/v1/sessions/{ses}/bindings", Tag: "groups", Summary: "List the groups a session binds.",
+			Resp: "GroupList", Status: 200, handle: (*Server).getBindings},
+
+		{Method: "GET", Path: "/v1/sessions/{ses}/guest/list", Tag: "guest", Summary: "List a directory of the session's guest file system, as an execution sees it.",
+			Query: []param{{Name: "path", Type: "string", Doc: "guest path, default /"}},
+			Resp:  "GuestList", Status: 200, handle: (*Server).guestList},
+		{Method: "GET", Path: "/v1/sessions/{ses}/guest/file", Tag: "guest", Summary: "Read a file of the session's guest file system; denied paths answer 403.",
+			Query: []param{{Name: "path", Type: "string", Required: true, Doc: "guest path of a file"}},
+			Resp:  "binary", Status: 200, handle: (*Server).guestFile},
+
+		{Method: "POST", Path: "/v1/admin/storage-pressure", Tag: "admin", Summary: "Reclaim unowned space (scratch, abandoned temporary files, unreachable items). Never deletes an artifact.",
+			Body: "PressureRequest", Resp: "ReclaimReport", Status: 200, handle: (*Server).storagePressure},
+	}
+}

@@ -1,0 +1,126 @@
+package desk
+
+import (
+	"context"
+	"io"
+	"os"
+	"time"
+)
+
+// WorkspaceService creates workspaces and actors and authenticates tokens.
+type WorkspaceService interface {
+	CreateWorkspace(ctx context.Context, name string) (*Workspace, error)
+	GetWorkspace(ctx context.Context, id string) (*Workspace, error)
+	ListWorkspaces(ctx context.Context) ([]*Workspace, error)
+	// CreateActor returns the actor and its token; the token is shown once
+	// and only its hash is kept.
+	CreateActor(ctx context.Context, workspaceID, name, kind string) (*Actor, string, error)
+	ListActors(ctx context.Context, workspaceID string) ([]*Actor, error)
+	// ResolveActor finds an actor of the workspace by id or name.
+	ResolveActor(ctx context.Context, workspaceID, idOrName string) (*Actor, error)
+	// Authenticate maps a bearer token to its principal.
+	Authenticate(ctx context.Context, token string) (Principal, error)
+}
+
+// SessionCreate is the input of SessionService.Create.
+type SessionCreate struct {
+	WorkspaceID string
+	Actor       string // id or name; empty means the caller's own actor (or the owner, for admin)
+	Title       string
+}
+
+// SessionService owns sessions, their artifacts, their bindings to
+// selection groups and the guest file system view of them.
+type SessionService interface {
+	Create(ctx context.Context, in SessionCreate) (*Session, error)
+	Get(ctx context.Context, id string) (*Session, error)
+	List(ctx context.Context, f SessionFilter) ([]*Session, error)
+	Update(ctx context.Context, id string, u SessionUpdate) (*Session, error)
+	// Delete removes the session with its artifacts, bindings and scratch;
+	// selection groups are the workspace's and stay (S-K, S-L).
+	Delete(ctx context.Context, id string) error
+
+	SetBindings(ctx context.Context, sessionID string, groupIDs []string) ([]*Group, error)
+	Bindings(ctx context.Context, sessionID string) ([]*Group, error)
+
+	// GuestList and GuestOpen read the guest file system as an execution of
+	// the session would see it.
+	GuestList(ctx context.Context, sessionID, guestPath string) ([]GuestEntry, error)
+	GuestOpen(ctx context.Context, sessionID, guestPath string) (*os.File, GuestEntry, error)
+}
+
+// GuestEntry is a file or directory of the guest file system.
+type GuestEntry struct {
+	Path     string    `json:"path"`
+	Name     string    `json:"name"`
+	Type     string    `json:"type"` // "file" or "dir"
+	Size     int64     `json:"size"`
+	Modified time.Time `json:"modified"`
+	ReadOnly bool      `json:"read_only"`
+}
+
+// ArtifactPut is the input of ArtifactService.Create and Update.
+type ArtifactPut struct {
+	Name      string // Create only; sanitized
+	Immutable bool   // Create only
+	MediaType string // a hint; the bytes decide
+	Body      io.Reader
+	// Size is the expected length, or -1 when unknown. A body that ends
+	// early or runs long is refused and nothing is kept.
+	Size int64
+}
+
+// ArtifactService owns artifact bytes and rows together.
+type ArtifactService interface {
+	Create(ctx context.Context, sessionID string, in ArtifactPut) (*Artifact, error)
+	Get(ctx context.Context, sessionID, id string) (*Artifact, error)
+	List(ctx context.Context, sessionID string) ([]*Artifact, error)
+	// Open returns the current bytes; the caller closes the file.
+	Open(ctx context.Context, sessionID, id string) (*Artifact, *os.File, error)
+	Update(ctx context.Context, sessionID, id string, in ArtifactPut) (*Artifact, error)
+	Revert(ctx context.Context, sessionID, id string) (*Artifact, error)
+	Delete(ctx context.Context, sessionID, id string) error
+}
+
+// ItemCreate is the input of SelectionService.AddItem: exactly one of Text,
+// URL or Body.
+type ItemCreate struct {
+	Name      string
+	Text      *string
+	URL       string
+	Title     string
+	Body      io.Reader
+	MediaType string
+}
+
+// SelectionService owns selection groups and their web items.
+type SelectionService interface {
+	CreateGroup(ctx context.Context, workspaceID, name string) (*Group, error)
+	GetGroup(ctx context.Context, id string) (*Group, []*Item, error)
+	ListGroups(ctx context.Context, workspaceID string) ([]*Group, error)
+	DeleteGroup(ctx context.Context, id string) error
+	AddItem(ctx context.Context, groupID string, in ItemCreate) (*Item, error)
+	RemoveItem(ctx context.Context, groupID, itemID string) error
+}
+
+// ReclaimAction is one thing storage reclamation did.
+type ReclaimAction struct {
+	Kind        string `json:"kind"` // "scratch", "temp_file", "item", "revision"
+	WorkspaceID string `json:"workspace_id"`
+	Target      string `json:"target"` // an id or a workspace-relative path
+	Bytes       int64  `json:"bytes"`
+}
+
+// ReclaimReport says what reclamation freed. It never lists an artifact:
+// artifacts are deleted only by an explicit delete (S-P).
+type ReclaimReport struct {
+	Level          string          `json:"level"`
+	ReclaimedBytes int64           `json:"reclaimed_bytes"`
+	Actions        []ReclaimAction `json:"actions"`
+}
+
+// Pressure levels.
+const (
+	PressureSoft     = "soft"
+	PressureCritical = "critical"
+)

@@ -1,0 +1,466 @@
+package session
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sync"
+	"syscall"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/atomicfile"
+	"github.com/desk-runtime/desk/classify"
+	"github.com/desk-runtime/desk/layout"
+)
+
+// ImmutableDir is the subdirectory of a session's artifact directory that
+// executions may not write (svvy: "<artifactDir>/<session>/immutable/").
+const ImmutableDir = "immutable"
+
+// ArtifactOptions configures the artifact service.
+type ArtifactOptions struct {
+	// MaxBytes refuses artifacts larger than this with too_large; 0 means
+	// no limit.
+	MaxBytes int64
+}
+
+type artifacts struct {
+	store desk.Store
+	home  layout.Home
+	opts  ArtifactOptions
+	locks keyed
+}
+
+var _ desk.ArtifactService = (*artifacts)(nil)
+
+// NewArtifacts returns the artifact service. Bytes live in each session's
+// artifact directory; rows in the store. Every change writes the bytes
+// durably before the row that points at them, so a crash leaves either the
+// old artifact or the new one.
+func NewArtifacts(store desk.Store, home layout.Home, opts ArtifactOptions) desk.ArtifactService {
+	return &artifacts{store: store, home: home, opts: opts}
+}
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
+// received is what receive learned about the bytes it wrote.
+type received struct {
+	size   int64
+	sha256 string
+	class  classify.Result
+}
+
+// receive streams in.Body into a temporary file beside target, hashing it on
+// the way, then classifies and validates it. On success the caller owns the
+// returned file and must Commit, Keep or Abort it.
+func (s *artifacts) receive(root *os.Root, target, name string, in desk.ArtifactPut) (*atomicfile.File, received, error) {
+	var r received
+	if s.opts.MaxBytes > 0 && in.Size > s.opts.MaxBytes {
+		return nil, r, desk.Errorf(desk.ETOOLARGE, "%s is %d bytes; artifacts are limited to %d bytes", name, in.Size, s.opts.MaxBytes)
+	}
+	if in.Body == nil {
+		in.Body = eofReader{}
+	}
+	f, err := atomicfile.Create(root, target)
+	if err != nil {
+		return nil, r, storageErr("create artifact file", err)
+	}
+	body := in.Body
+	if s.opts.MaxBytes > 0 {
+		body = io.LimitReader(body, s.opts.MaxBytes+1)
+	}
+	h := sha256.New()
+	buf := copyBufs.Get().(*[]byte)
+	n, err := io.CopyBuffer(io.MultiWriter(fileWriter{f.File}, h), onlyReader{body}, *buf)
+	copyBufs.Put(buf)
+	if err != nil {
+		f.Abort()
+		var werr *writeError
+		if errors.As(err, &werr) || isNoSpace(err) {
+			return nil, r, storageErr("write artifact", err)
+		}
+		return nil, r, desk.Errorf(desk.EINVALID, "upload of %s interrupted after %d bytes: %v", name, n, err)
+	}
+	if s.opts.MaxBytes > 0 && n > s.opts.MaxBytes {
+		f.Abort()
+		return nil, r, desk.Errorf(desk.ETOOLARGE, "%s exceeds the artifact limit of %d bytes", name, s.opts.MaxBytes)
+	}
+	if in.Size >= 0 && n != in.Size {
+		f.Abort()
+		return nil, r, desk.Errorf(desk.EINVALID, "body of %s has %d bytes but its length was given as %d", name, n, in.Size)
+	}
+	class, err := classify.Classify(name, in.MediaType, f.File, n)
+	if err != nil {
+		f.Abort()
+		return nil, r, fmt.Errorf("classify %s: %w", name, err)
+	}
+	if err := classify.Check(name, in.MediaType, class); err != nil {
+		f.Abort()
+		return nil, r, err
+	}
+	r.size, r.sha256, r.class = n, hex.EncodeToString(h.Sum(nil)), class
+	return f, r, nil
+}
+
+// onlyReader hides any WriterTo of the body so CopyBuffer uses our buffer
+// and hashing sees every byte.
+type onlyReader struct{ io.Reader }
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// writeError marks a failure to write the temporary file, as opposed to a
+// failure to read the body, so a full disk is not blamed on the client.
+type writeError struct{ error }
+
+func (e *writeError) Unwrap() error { return e.error }
+
+type fileWriter struct{ f *os.File }
+
+func (w fileWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil {
+		return n, &writeError{err}
+	}
+	return n, nil
+}
+
+func isNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// storageErr reports a full disk as insufficient_storage and anything else
+// as a machine failure.
+func storageErr(what string, err error) error {
+	if isNoSpace(err) {
+		return desk.Errorf(desk.ENOSPACE, "%s: the disk is full", what)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func (s *artifacts) openRoot(ws string) (*os.Root, error) {
+	dir := s.home.Workspace(ws)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenRoot(dir)
+}
+
+func fileOf(a *desk.Artifact) string { return path.Join(layout.SessionRel(a.ActorID, a.SessionID), a.RelPath) }
+
+func (s *artifacts) Create(ctx context.Context, sessionID string, in desk.ArtifactPut) (*desk.Artifact, error) {
+	x, err := visibleSession(ctx, s.store, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	name, err := SanitizeName(in.Name)
+	if err != nil {
+		return nil, err
+	}
+	rel := name
+	if in.Immutable {
+		rel = ImmutableDir + "/" + name
+	}
+	unlock := s.locks.lock(x.ID + "/" + rel)
+	defer unlock()
+	if old, err := s.store.ArtifactByPath(ctx, x.ID, rel); err == nil {
+		return nil, desk.Errorf(desk.ECONFLICT, "artifact %s already exists at %s; update it with PUT /v1/sessions/%s/artifacts/%s/content", old.ID, old.Path, x.ID, old.ID)
+	} else if !desk.IsCode(err, desk.ENOTFOUND) {
+		return nil, err
+	}
+	root, err := s.openRoot(x.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	target := path.Join(layout.SessionRel(x.Actor, x.ID), rel)
+	// A file without a row (left by a command, or by a crash between rename
+	// and commit) is never silently overwritten: it may be someone's work.
+	if _, err := root.Lstat(target); err == nil {
+		return nil, desk.Errorf(desk.ECONFLICT, "a file that is not an artifact yet already exists at /artifacts/%s; choose another name", rel)
+	}
+	f, got, err := s.receive(root, target, name, in)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Abort()
+	if err := f.Commit(); err != nil {
+		return nil, storageErr("store artifact", err)
+	}
+	now := desk.Now()
+	a := &desk.Artifact{
+		ID: desk.NewID(desk.PrefixArtifact), SessionID: x.ID, WorkspaceID: x.WorkspaceID, ActorID: x.Actor,
+		Name: name, RelPath: rel, Kind: got.class.Kind, MediaType: got.class.MediaType, Size: got.size,
+		SHA256: got.sha256, Immutable: in.Immutable, Revision: 1, Origin: originOf(ctx, x),
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.store.CreateArtifact(ctx, a); err != nil {
+		_ = root.Remove(target)
+		return nil, err
+	}
+	return a, nil
+}
+
+// artifact returns the visible artifact id of session sessionID.
+func (s *artifacts) artifact(ctx context.Context, sessionID, id string) (*desk.Session, *desk.Artifact, error) {
+	x, err := visibleSession(ctx, s.store, sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := s.store.GetArtifact(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a.SessionID != x.ID {
+		return nil, nil, desk.Errorf(desk.ENOTFOUND, "artifact %s not found", id)
+	}
+	return x, a, nil
+}
+
+func (s *artifacts) Get(ctx context.Context, sessionID, id string) (*desk.Artifact, error) {
+	_, a, err := s.artifact(ctx, sessionID, id)
+	return a, err
+}
+
+func (s *artifacts) List(ctx context.Context, sessionID string) ([]*desk.Artifact, error) {
+	x, err := visibleSession(ctx, s.store, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.ListArtifacts(ctx, x.ID)
+}
+
+func (s *artifacts) Open(ctx context.Context, sessionID, id string) (*desk.Artifact, *os.File, error) {
+	_, a, err := s.artifact(ctx, sessionID, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	root, err := s.openRoot(a.WorkspaceID)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer root.Close()
+	name := fileOf(a)
+	if a.Pending != "" {
+		// The row already describes the new bytes, which are still under
+		// their temporary name for the instant before the rename.
+		if f, err := root.Open(a.Pending); err == nil {
+			return a, f, nil
+		}
+	}
+	f, err := root.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, desk.Errorf(desk.ENOTFOUND, "the bytes of artifact %s are missing from disk", a.ID)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, f, nil
+}
+
+func (s *artifacts) Update(ctx context.Context, sessionID, id string, in desk.ArtifactPut) (*desk.Artifact, error) {
+	x, a, err := s.artifact(ctx, sessionID, id)
+	if err != nil {
+		return nil, err
+	}
+	unlock := s.locks.lock(x.ID + "/" + a.RelPath)
+	defer unlock()
+	if a, err = s.store.GetArtifact(ctx, id); err != nil {
+		return nil, err
+	}
+	if a.Immutable {
+		return nil, desk.Errorf(desk.ECONFLICT, "artifact %s is immutable; create a new artifact instead", a.ID)
+	}
+	root, err := s.openRoot(a.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	target := fileOf(a)
+	f, got, err := s.receive(root, target, a.Name, in)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Abort()
+	if err := f.Close(); err != nil {
+		return nil, storageErr("store artifact", err)
+	}
+	prev, err := s.keepRevision(root, a)
+	if err != nil {
+		return nil, err
+	}
+	next := *a
+	next.Revision++
+	next.Kind, next.MediaType, next.Size, next.SHA256 = got.class.Kind, got.class.MediaType, got.size, got.sha256
+	next.Prev, next.Pending, next.Missing = prev, f.Temp, false
+	next.Origin, next.UpdatedAt = originOf(ctx, x), desk.Now()
+	return s.install(ctx, root, a, &next, f)
+}
+
+// keepRevision hard-links the current bytes into the revision store so a
+// revert can bring them back; a link costs no copy and the current file
+// stays in place until the new one replaces it. Missing bytes keep nothing.
+func (s *artifacts) keepRevision(root *os.Root, a *desk.Artifact) (*desk.ArtifactRevision, error) {
+	rev := layout.RevisionRel(a.ID, a.Revision)
+	if err := root.MkdirAll(layout.RevisionDirRel(a.ID), 0o755); err != nil {
+		return nil, storageErr("keep revision", err)
+	}
+	_ = root.Remove(rev) // debris of an earlier attempt that crashed
+	if err := root.Link(fileOf(a), rev); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, storageErr("keep revision", err)
+	}
+	return &desk.ArtifactRevision{Revision: a.Revision, Kind: a.Kind, MediaType: a.MediaType, Size: a.Size, SHA256: a.SHA256}, nil
+}
+
+// install commits next (whose Pending names a durable temporary file) and
+// renames the file into place. After the commit the temporary file belongs
+// to the row: if desk stops before the rename, Recover finishes it.
+func (s *artifacts) install(ctx context.Context, root *os.Root, old, next *desk.Artifact, f *atomicfile.File) (*desk.Artifact, error) {
+	if err := s.store.UpdateArtifact(ctx, next, old.Revision); err != nil {
+		if next.Prev != nil && (old.Prev == nil || old.Prev.Revision != next.Prev.Revision) {
+			_ = root.Remove(layout.RevisionRel(old.ID, next.Prev.Revision))
+		}
+		return nil, err
+	}
+	if f != nil {
+		f.Keep()
+	}
+	if err := atomicfile.Install(root, next.Pending, fileOf(next)); err != nil {
+		return nil, storageErr("install artifact", err)
+	}
+	if err := s.store.SetArtifactPending(ctx, next.ID, ""); err != nil {
+		return nil, err
+	}
+	next.Pending = ""
+	// Only one earlier revision is kept; drop the one the update displaced.
+	if old.Prev != nil && (next.Prev == nil || next.Prev.Revision != old.Prev.Revision) {
+		_ = root.Remove(layout.RevisionRel(old.ID, old.Prev.Revision))
+	}
+	return next, nil
+}
+
+func (s *artifacts) Revert(ctx context.Context, sessionID, id string) (*desk.Artifact, error) {
+	x, a, err := s.artifact(ctx, sessionID, id)
+	if err != nil {
+		return nil, err
+	}
+	unlock := s.locks.lock(x.ID + "/" + a.RelPath)
+	defer unlock()
+	if a, err = s.store.GetArtifact(ctx, id); err != nil {
+		return nil, err
+	}
+	if a.Prev == nil {
+		return nil, desk.Errorf(desk.ECONFLICT, "artifact %s has no previous revision to revert to", a.ID)
+	}
+	root, err := s.openRoot(a.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	tmp := atomicfile.TempName(path.Dir(fileOf(a)))
+	if err := root.Link(layout.RevisionRel(a.ID, a.Prev.Revision), tmp); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, desk.Errorf(desk.ECONFLICT, "the bytes of revision %d of artifact %s are missing; it cannot be reverted", a.Prev.Revision, a.ID)
+		}
+		return nil, storageErr("revert artifact", err)
+	}
+	next := *a
+	next.Revision++
+	next.Kind, next.MediaType, next.Size, next.SHA256 = a.Prev.Kind, a.Prev.MediaType, a.Prev.Size, a.Prev.SHA256
+	next.Prev, next.Pending, next.Missing = nil, tmp, false
+	next.Origin, next.UpdatedAt = originOf(ctx, x), desk.Now()
+	out, err := s.install(ctx, root, a, &next, nil)
+	if err != nil && next.Pending == tmp {
+		// Only remove the link when the row never claimed it.
+		if cur, gerr := s.store.GetArtifact(ctx, a.ID); gerr == nil && cur.Pending != tmp {
+			_ = root.Remove(tmp)
+		}
+	}
+	return out, err
+}
+
+func (s *artifacts) Delete(ctx context.Context, sessionID, id string) error {
+	x, a, err := s.artifact(ctx, sessionID, id)
+	if err != nil {
+		return err
+	}
+	unlock := s.locks.lock(x.ID + "/" + a.RelPath)
+	defer unlock()
+	// Hide the row first, then remove bytes, then the row: a crash in
+	// between leaves a row marked deleting that Recover finishes, never a
+	// file without a row that could be mistaken for new work.
+	if err := s.store.MarkArtifactDeleting(ctx, a.ID); err != nil {
+		return err
+	}
+	return s.finishDelete(ctx, a)
+}
+
+func (s *artifacts) finishDelete(ctx context.Context, a *desk.Artifact) error {
+	root, err := s.openRoot(a.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := root.Remove(fileOf(a)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete artifact %s: %w", a.ID, err)
+	}
+	if a.Pending != "" {
+		_ = root.Remove(a.Pending)
+	}
+	if err := root.RemoveAll(layout.RevisionDirRel(a.ID)); err != nil {
+		return fmt.Errorf("delete revisions of %s: %w", a.ID, err)
+	}
+	if err := s.store.DeleteArtifact(ctx, a.ID); err != nil && !desk.IsCode(err, desk.ENOTFOUND) {
+		return err
+	}
+	return nil
+}
+
+// Recover finishes what a crash interrupted: pending installs are renamed
+// into place and deletes marked in the store are completed. It is
+// idempotent, and runs at startup before any request is served.
+func (s *artifacts) Recover(ctx context.Context) error {
+	pending, err := s.store.ListPendingArtifacts(ctx)
+	if err != nil {
+		return err
+	}
+	for _, a := range pending {
+		if err := s.finishPending(ctx, a); err != nil {
+			return err
+		}
+	}
+	deleting, err := s.store.ListDeletingArtifacts(ctx)
+	if err != nil {
+		return err
+	}
+	for _, a := range deleting {
+		if err := s.finishDelete(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *artifacts) finishPending(ctx context.Context, a *desk.Artifact) error {
+	root, err := s.openRoot(a.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if _, err := root.Lstat(a.Pending); err == nil {
+		if err := atomicfile.Install(root, a.Pending, fileOf(a)); err != nil {
+			return fmt.Errorf("recover artifact %s: %w", a.ID, err)
+		}
+	}
+	return s.store.SetArtifactPending(ctx, a.ID, "")
+}

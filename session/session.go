@@ -1,0 +1,234 @@
+// Package session owns sessions and everything a session owns: its
+// artifacts (bytes and rows together), its bindings to selection groups, and
+// the guest file system view of them. It enforces that a session is bound to
+// one workspace and one actor forever, that actor tokens see only their own
+// sessions, and that deleting a session removes what it owns and nothing
+// else (selection groups stay).
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/layout"
+)
+
+type sessions struct {
+	store      desk.Store
+	home       layout.Home
+	workspaces desk.WorkspaceService
+}
+
+var _ desk.SessionService = (*sessions)(nil)
+
+// New returns the session service.
+func New(store desk.Store, home layout.Home, workspaces desk.WorkspaceService) desk.SessionService {
+	return &sessions{store: store, home: home, workspaces: workspaces}
+}
+
+// visibleSession returns the session if the caller may see it. Sessions of
+// other actors answer not_found, never forbidden, so their existence does
+// not leak.
+func visibleSession(ctx context.Context, store desk.Store, id string) (*desk.Session, error) {
+	p, ok := desk.PrincipalFrom(ctx)
+	if !ok {
+		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
+	}
+	x, err := store.GetSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !p.CanSeeActor(x.WorkspaceID, x.Actor) {
+		return nil, desk.Errorf(desk.ENOTFOUND, "session %s not found", id)
+	}
+	return x, nil
+}
+
+// originOf stamps provenance from the authenticated caller. Request bodies
+// never reach it.
+func originOf(ctx context.Context, x *desk.Session) desk.Origin {
+	p, _ := desk.PrincipalFrom(ctx)
+	o := desk.Origin{WorkspaceID: x.WorkspaceID, SessionID: x.ID, Actor: p.ActorID, Kind: desk.OriginUser}
+	if p.Admin {
+		o.Actor = desk.AdminActor
+	}
+	return o
+}
+
+func validTitle(t string) error {
+	if !utf8.ValidString(t) || utf8.RuneCountInString(t) > 200 {
+		return desk.Errorf(desk.EINVALID, "title must be valid UTF-8 of at most 200 characters")
+	}
+	for _, r := range t {
+		if unicode.IsControl(r) {
+			return desk.Errorf(desk.EINVALID, "title must not contain control characters")
+		}
+	}
+	return nil
+}
+
+func (s *sessions) Create(ctx context.Context, in desk.SessionCreate) (*desk.Session, error) {
+	p, ok := desk.PrincipalFrom(ctx)
+	if !ok {
+		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
+	}
+	w, err := s.workspaces.GetWorkspace(ctx, in.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	if w.State != desk.WorkspaceActive {
+		return nil, desk.Errorf(desk.ECONFLICT, "workspace %s is %s; sessions can only be created in an active workspace", w.ID, w.State)
+	}
+	if err := validTitle(in.Title); err != nil {
+		return nil, err
+	}
+	var actor *desk.Actor
+	switch {
+	case in.Actor == "" && p.Admin:
+		actor, err = s.workspaces.ResolveActor(ctx, w.ID, desk.OwnerActorName)
+	case in.Actor == "":
+		actor, err = s.workspaces.ResolveActor(ctx, w.ID, p.ActorID)
+	default:
+		actor, err = s.workspaces.ResolveActor(ctx, w.ID, in.Actor)
+		if err == nil && !p.Admin && actor.ID != p.ActorID {
+			return nil, desk.Errorf(desk.EFORBIDDEN, "an actor token creates sessions for its own actor only")
+		}
+		if desk.IsCode(err, desk.ENOTFOUND) && !p.Admin {
+			return nil, desk.Errorf(desk.EFORBIDDEN, "an actor token creates sessions for its own actor only")
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := desk.Now()
+	x := &desk.Session{
+		ID: desk.NewID(desk.PrefixSession), Signature: desk.NewSignature(), WorkspaceID: w.ID, Actor: actor.ID,
+		Title: strings.TrimSpace(in.Title), Lifecycle: desk.SessionActive, CreatedAt: now, UpdatedAt: now,
+	}
+	x.Origin = originOf(ctx, x)
+	// The artifact directory exists from birth so /artifacts is always
+	// listable; it is created before the row so a visible session never
+	// lacks it.
+	if err := os.MkdirAll(s.home.Abs(w.ID, layout.SessionRel(actor.ID, x.ID)), 0o755); err != nil {
+		return nil, fmt.Errorf("create session directory: %w", err)
+	}
+	if err := s.store.CreateSession(ctx, x); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+func (s *sessions) Get(ctx context.Context, id string) (*desk.Session, error) {
+	return visibleSession(ctx, s.store, id)
+}
+
+func (s *sessions) List(ctx context.Context, f desk.SessionFilter) ([]*desk.Session, error) {
+	p, ok := desk.PrincipalFrom(ctx)
+	if !ok {
+		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
+	}
+	if _, err := s.workspaces.GetWorkspace(ctx, f.WorkspaceID); err != nil {
+		return nil, err
+	}
+	if !p.Admin {
+		f.ActorID = p.ActorID
+	}
+	return s.store.ListSessions(ctx, f)
+}
+
+func (s *sessions) Update(ctx context.Context, id string, u desk.SessionUpdate) (*desk.Session, error) {
+	if _, err := visibleSession(ctx, s.store, id); err != nil {
+		return nil, err
+	}
+	if u.Title != nil {
+		t := strings.TrimSpace(*u.Title)
+		if err := validTitle(t); err != nil {
+			return nil, err
+		}
+		u.Title = &t
+	}
+	if u.Lifecycle != nil {
+		return nil, desk.Errorf(desk.EINVALID, "lifecycle changes through retire and recall, not update")
+	}
+	return s.store.UpdateSession(ctx, id, u)
+}
+
+func (s *sessions) Delete(ctx context.Context, id string) error {
+	x, err := visibleSession(ctx, s.store, id)
+	if err != nil {
+		return err
+	}
+	if err := s.store.MarkSessionDeleting(ctx, x.ID); err != nil {
+		return err
+	}
+	return s.finishDelete(ctx, x)
+}
+
+// finishDelete removes a session already marked deleting: its revision
+// files, its artifact directory, then its rows. Each step is idempotent.
+func (s *sessions) finishDelete(ctx context.Context, x *desk.Session) error {
+	arts, err := s.store.ListArtifacts(ctx, x.ID)
+	if err != nil {
+		return err
+	}
+	for _, a := range arts {
+		if err := os.RemoveAll(s.home.Abs(x.WorkspaceID, layout.RevisionDirRel(a.ID))); err != nil {
+			return fmt.Errorf("delete session %s: %w", x.ID, err)
+		}
+	}
+	if err := os.RemoveAll(s.home.Abs(x.WorkspaceID, layout.SessionRel(x.Actor, x.ID))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete session %s: %w", x.ID, err)
+	}
+	return s.store.PurgeSession(ctx, x.ID)
+}
+
+// Recover finishes session deletes that a crash interrupted.
+func (s *sessions) Recover(ctx context.Context) error {
+	xs, err := s.store.ListDeletingSessions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, x := range xs {
+		if err := s.finishDelete(ctx, x); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *sessions) SetBindings(ctx context.Context, sessionID string, groupIDs []string) ([]*desk.Group, error) {
+	x, err := visibleSession(ctx, s.store, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, g := range groupIDs {
+		if seen[g] {
+			return nil, desk.Errorf(desk.EINVALID, "group %s is listed twice", g)
+		}
+		seen[g] = true
+		grp, err := s.store.GetGroup(ctx, g)
+		if err != nil || grp.WorkspaceID != x.WorkspaceID {
+			return nil, desk.Errorf(desk.EINVALID, "group %s is not a group of workspace %s", g, x.WorkspaceID)
+		}
+	}
+	if err := s.store.SetBindings(ctx, x.ID, groupIDs); err != nil {
+		return nil, err
+	}
+	return s.store.ListBindings(ctx, x.ID)
+}
+
+func (s *sessions) Bindings(ctx context.Context, sessionID string) ([]*desk.Group, error) {
+	x, err := visibleSession(ctx, s.store, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.ListBindings(ctx, x.ID)
+}
