@@ -153,7 +153,9 @@ func (s *artifacts) openRoot(ws string) (*os.Root, error) {
 	return os.OpenRoot(dir)
 }
 
-func fileOf(a *desk.Artifact) string { return path.Join(layout.SessionRel(a.ActorID, a.SessionID), a.RelPath) }
+func fileOf(a *desk.Artifact) string {
+	return path.Join(layout.SessionRel(a.ActorID, a.SessionID), a.RelPath)
+}
 
 func (s *artifacts) Create(ctx context.Context, sessionID string, in desk.ArtifactPut) (*desk.Artifact, error) {
 	x, err := visibleSession(ctx, s.store, sessionID)
