@@ -12,13 +12,16 @@ import (
 	"testing"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/layout"
 )
 
 // TestClassificationTable uploads each kind of bytes, several under
 // misleading names, and checks that the bytes decided.
-func TestClassificationTable(t *testing.T) {
-	w := newWorld(t)
+func TestClassificationTable(t *testing.T) { testClassificationTable(t, app.Config{}) }
+
+func testClassificationTable(t *testing.T, cfg app.Config) {
+	w := newWorldOn(t, cfg)
 	cases := []struct {
 		name  string
 		body  []byte
@@ -177,8 +180,10 @@ func TestRangeAndConditionalRequests(t *testing.T) {
 }
 
 // TestUpdateRevertDelete walks an artifact through its revisions.
-func TestUpdateRevertDelete(t *testing.T) {
-	w := newWorld(t)
+func TestUpdateRevertDelete(t *testing.T) { testUpdateRevertDelete(t, app.Config{}) }
+
+func testUpdateRevertDelete(t *testing.T, cfg app.Config) {
+	w := newWorldOn(t, cfg)
 	a := w.put(w.a.ID, "plan.md", []byte("# v1\n"))
 	base := "/v1/sessions/" + w.a.ID + "/artifacts/" + a.ID
 	if r := w.Admin("POST", base+"/revert", nil); r.Status != 409 {
@@ -264,8 +269,10 @@ func TestNamesAreSanitized(t *testing.T) {
 
 // TestActorIsolation: an actor token sees only its own actor's sessions and
 // files; others answer 404 so their existence does not leak.
-func TestActorIsolation(t *testing.T) {
-	w := newWorld(t)
+func TestActorIsolation(t *testing.T) { testActorIsolation(t, app.Config{}) }
+
+func testActorIsolation(t *testing.T, cfg app.Config) {
+	w := newWorldOn(t, cfg)
 	var alice, bob struct {
 		Actor desk.Actor
 		Token string
@@ -356,8 +363,10 @@ func TestOriginIsServerStamped(t *testing.T) {
 
 // TestCrashRecovery simulates desk stopping between the steps of an update
 // and of a delete; the next start finishes both.
-func TestCrashRecovery(t *testing.T) {
-	w := newWorld(t)
+func TestCrashRecovery(t *testing.T) { testCrashRecovery(t, app.Config{}) }
+
+func testCrashRecovery(t *testing.T, cfg app.Config) {
+	w := newWorldOn(t, cfg)
 	ctx := context.Background()
 	a := w.put(w.a.ID, "doc.md", []byte("old"))
 	doomed := w.put(w.a.ID, "doomed.md", []byte("bye"))

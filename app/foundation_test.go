@@ -24,8 +24,10 @@ type world struct {
 	a, b desk.Session
 }
 
-func newWorld(t *testing.T) *world {
-	e := apptest.Start(t, app.Config{})
+func newWorld(t *testing.T) *world { return newWorldOn(t, app.Config{}) }
+
+func newWorldOn(t *testing.T, cfg app.Config) *world {
+	e := apptest.Start(t, cfg)
 	w := &world{Env: e}
 	e.Must(201, "POST", "/v1/workspaces", map[string]string{"name": "acme"}, &w.ws)
 	e.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]string{"title": "A"}, &w.a)
@@ -159,8 +161,10 @@ func TestS_I_ArtifactSurvivesSettle(t *testing.T) {
 
 // TestS_J_ArtifactSurvivesRestart restarts the server on the same home:
 // sessions, their flags and every artifact come back exactly.
-func TestS_J_ArtifactSurvivesRestart(t *testing.T) {
-	w := newWorld(t)
+func TestS_J_ArtifactSurvivesRestart(t *testing.T) { testS_J_ArtifactSurvivesRestart(t, app.Config{}) }
+
+func testS_J_ArtifactSurvivesRestart(t *testing.T, cfg app.Config) {
+	w := newWorldOn(t, cfg)
 	p, d := pngBytes(t), pdfBytes()
 	ap := w.put(w.a.ID, "image.png", p)
 	ad := w.put(w.a.ID, "paper.pdf", d)
@@ -186,7 +190,11 @@ func TestS_J_ArtifactSurvivesRestart(t *testing.T) {
 // TestS_K_DeleteSessionDeletesArtifacts: delete cascades to artifacts (rows
 // and bytes), kept revisions and bindings.
 func TestS_K_DeleteSessionDeletesArtifacts(t *testing.T) {
-	w := newWorld(t)
+	testS_K_DeleteSessionDeletesArtifacts(t, app.Config{})
+}
+
+func testS_K_DeleteSessionDeletesArtifacts(t *testing.T, cfg app.Config) {
+	w := newWorldOn(t, cfg)
 	a := w.put(w.a.ID, "r.md", []byte("one"))
 	w.Must(200, "PUT", "/v1/sessions/"+w.a.ID+"/artifacts/"+a.ID+"/content", []byte("two"), nil)
 	keep := w.put(w.b.ID, "r.md", []byte("B keeps this"))
@@ -223,7 +231,11 @@ func TestS_K_DeleteSessionDeletesArtifacts(t *testing.T) {
 // TestS_L_DeleteSessionKeepsGroups: groups belong to the workspace; deleting
 // a session that binds one leaves it and its items.
 func TestS_L_DeleteSessionKeepsGroups(t *testing.T) {
-	w := newWorld(t)
+	testS_L_DeleteSessionKeepsGroups(t, app.Config{})
+}
+
+func testS_L_DeleteSessionKeepsGroups(t *testing.T, cfg app.Config) {
+	w := newWorldOn(t, cfg)
 	var g desk.Group
 	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/groups", map[string]string{"name": "research"}, &g)
 	w.Must(201, "POST", "/v1/groups/"+g.ID+"/items", map[string]string{"text": "a captured paragraph"}, nil)
@@ -257,7 +269,11 @@ func TestS_L_DeleteSessionKeepsGroups(t *testing.T) {
 // TestS_P_StoragePressureKeepsArtifacts: pressure reclaims only what nothing
 // owns and never an artifact.
 func TestS_P_StoragePressureKeepsArtifacts(t *testing.T) {
-	w := newWorld(t)
+	testS_P_StoragePressureKeepsArtifacts(t, app.Config{})
+}
+
+func testS_P_StoragePressureKeepsArtifacts(t *testing.T, cfg app.Config) {
+	w := newWorldOn(t, cfg)
 	var arts []desk.Artifact
 	for i := range 5 {
 		arts = append(arts, w.put(w.a.ID, fmt.Sprintf("a%d.md", i), bytes.Repeat([]byte("x"), 1000*(i+1))))
