@@ -1,0 +1,247 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/client"
+)
+
+func sessionCmd(g *globals) *cobra.Command {
+	cmd := noun("session", "Create, list, organise and delete sessions", "ses")
+
+	var actor, title string
+	create := &cobra.Command{
+		Use:   "create <ws>",
+		Short: "Create a session in a workspace",
+		Long: `Create a session in a workspace. --actor names the owning actor by id or
+name; without it the session belongs to the caller's own actor (the
+workspace owner, for the admin token).`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			s, err := c.CreateSession(cmd.Context(), a[0], client.SessionCreate{Actor: actor, Title: title})
+			if err != nil {
+				return err
+			}
+			return printSession(cmd, g, s, "created session")
+		},
+	}
+	create.Flags().StringVar(&actor, "actor", "", "owning actor (id or name); default the caller's own")
+	create.Flags().StringVar(&title, "title", "", "session title")
+
+	var pinned, archived, all bool
+	list := &cobra.Command{
+		Use:     "list <ws>",
+		Aliases: []string{"ls"},
+		Short:   "List sessions, most recently updated first (archived ones only with --archived or --all)",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if archived && all {
+				return usagef("--archived and --all contradict each other: --archived lists only archived sessions, --all lists every session")
+			}
+			var f client.SessionFilter
+			if pinned {
+				f.Pinned = ptr(true)
+			}
+			if !all {
+				f.Archived = ptr(archived)
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			xs, err := c.ListSessions(cmd.Context(), a[0], f)
+			if err != nil {
+				return err
+			}
+			return out(cmd, g, nonNilList(xs), func(o io.Writer) {
+				t := newTable(o, "ID", "TITLE", "ACTOR", "FLAGS", "UPDATED")
+				for _, s := range xs {
+					t.row(s.ID, orDash(s.Title), s.Actor, sessionFlags(s), fmtTime(s.UpdatedAt))
+				}
+				t.flush()
+			})
+		},
+	}
+	list.Flags().BoolVar(&pinned, "pinned", false, "only pinned sessions")
+	list.Flags().BoolVar(&archived, "archived", false, "only archived sessions")
+	list.Flags().BoolVar(&all, "all", false, "archived and active sessions alike")
+
+	show := &cobra.Command{
+		Use:   "show <ses>",
+		Short: "Show a session",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			s, err := c.GetSession(cmd.Context(), a[0])
+			if err != nil {
+				return err
+			}
+			return out(cmd, g, s, func(o io.Writer) {
+				fields(o, "id", s.ID, "signature", s.Signature, "workspace", s.WorkspaceID, "actor", s.Actor,
+					"title", orDash(s.Title), "pinned", yesNo(s.Pinned), "archived", yesNo(s.Archived),
+					"unread", yesNo(s.Unread), "lifecycle", s.Lifecycle,
+					"created", fmtTime(s.CreatedAt), "updated", fmtTime(s.UpdatedAt))
+			})
+		},
+	}
+
+	rename := &cobra.Command{
+		Use:   "rename <ses> <title>",
+		Short: "Set a session's title",
+		Args:  usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return patchSession(cmd, g, a[0], client.SessionPatch{Title: &a[1]}, "renamed session")
+		},
+	}
+
+	flag := func(use, short, verb string, p func() client.SessionPatch) *cobra.Command {
+		return &cobra.Command{
+			Use:   use + " <ses>",
+			Short: short,
+			Args:  usageArgs(cobra.ExactArgs(1)),
+			RunE: func(cmd *cobra.Command, a []string) error {
+				return patchSession(cmd, g, a[0], p(), verb)
+			},
+		}
+	}
+
+	del := &cobra.Command{
+		Use:     "delete <ses>",
+		Aliases: []string{"rm"},
+		Short:   "Delete a session with its artifacts, bindings and scratch (selection groups stay)",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			if err := c.DeleteSession(cmd.Context(), a[0]); err != nil {
+				return err
+			}
+			return out(cmd, g, deleted{ID: a[0], Deleted: true}, func(o io.Writer) {
+				fmt.Fprintf(o, "deleted session %s\n", a[0])
+			})
+		},
+	}
+
+	bind := &cobra.Command{
+		Use:   "bind <ses> [grp...]",
+		Short: "Replace the selection groups a session binds (no groups clears them)",
+		Args:  usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			gs, err := c.SetBindings(cmd.Context(), a[0], a[1:])
+			if err != nil {
+				return err
+			}
+			return printBindings(cmd, g, a[0], gs)
+		},
+	}
+
+	bindings := &cobra.Command{
+		Use:   "bindings <ses>",
+		Short: "List the selection groups a session binds",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			gs, err := c.Bindings(cmd.Context(), a[0])
+			if err != nil {
+				return err
+			}
+			return printBindings(cmd, g, a[0], gs)
+		},
+	}
+
+	cmd.AddCommand(create, list, show, rename,
+		flag("pin", "Pin a session", "pinned session", func() client.SessionPatch { return client.SessionPatch{Pinned: ptr(true)} }),
+		flag("unpin", "Unpin a session", "unpinned session", func() client.SessionPatch { return client.SessionPatch{Pinned: ptr(false)} }),
+		flag("archive", "Archive a session (hidden from session list by default)", "archived session", func() client.SessionPatch { return client.SessionPatch{Archived: ptr(true)} }),
+		flag("unarchive", "Bring an archived session back", "unarchived session", func() client.SessionPatch { return client.SessionPatch{Archived: ptr(false)} }),
+		del, bind, bindings)
+	return cmd
+}
+
+// deleted is what --json prints for a delete, which has no API object.
+type deleted struct {
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted"`
+}
+
+func patchSession(cmd *cobra.Command, g *globals, id string, p client.SessionPatch, verb string) error {
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	s, err := c.UpdateSession(cmd.Context(), id, p)
+	if err != nil {
+		return err
+	}
+	return printSession(cmd, g, s, verb)
+}
+
+func printSession(cmd *cobra.Command, g *globals, s *desk.Session, verb string) error {
+	return out(cmd, g, s, func(o io.Writer) {
+		fmt.Fprintf(o, "%s %s %s", verb, s.ID, s.Signature)
+		if s.Title != "" {
+			fmt.Fprintf(o, " %q", s.Title)
+		}
+		if f := sessionFlags(s); f != "-" {
+			fmt.Fprintf(o, " [%s]", f)
+		}
+		fmt.Fprintln(o)
+	})
+}
+
+func printBindings(cmd *cobra.Command, g *globals, ses string, gs []*desk.Group) error {
+	return out(cmd, g, nonNilList(gs), func(o io.Writer) {
+		if len(gs) == 0 {
+			fmt.Fprintf(o, "session %s binds no groups\n", ses)
+			return
+		}
+		t := newTable(o, "ID", "NAME", "ITEMS")
+		for _, x := range gs {
+			t.row(x.ID, x.Name, fmt.Sprint(x.ItemCount))
+		}
+		t.flush()
+	})
+}
+
+func sessionFlags(s *desk.Session) string {
+	var f []string
+	if s.Pinned {
+		f = append(f, "pinned")
+	}
+	if s.Archived {
+		f = append(f, "archived")
+	}
+	if s.Unread {
+		f = append(f, "unread")
+	}
+	if s.Lifecycle != "" && s.Lifecycle != desk.SessionActive {
+		f = append(f, s.Lifecycle)
+	}
+	if len(f) == 0 {
+		return "-"
+	}
+	return strings.Join(f, ",")
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/desk-runtime/desk/app"
+)
+
+func serveCmd(g *globals) *cobra.Command {
+	var addr, pg string
+	var maxArtifact int64
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the desk server in the foreground",
+		Long: `Run the desk server in the foreground until SIGINT or SIGTERM.
+
+Every flag has an environment equivalent: --home DESK_HOME, --addr DESK_ADDR,
+--postgres DESK_POSTGRES (SQLite in DESK_HOME when unset). The admin token is
+DESK_ADMIN_TOKEN, or is generated once into DESK_HOME/admin.token (mode 0600).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			home := firstNonEmpty(g.home, os.Getenv("DESK_HOME"), defaultHome())
+			addr = firstNonEmpty(addr, os.Getenv("DESK_ADDR"), defaultAddr)
+			pg = firstNonEmpty(pg, os.Getenv("DESK_POSTGRES"))
+			if maxArtifact == 0 {
+				if v := os.Getenv("DESK_MAX_ARTIFACT_BYTES"); v != "" {
+					n, err := strconv.ParseInt(v, 10, 64)
+					if err != nil || n < 0 {
+						return &usageError{fmt.Errorf("DESK_MAX_ARTIFACT_BYTES=%q must be a non-negative integer", v)}
+					}
+					maxArtifact = n
+				}
+			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			a, err := app.Open(ctx, app.Config{
+				Home: home, Postgres: pg, AdminToken: os.Getenv("DESK_ADMIN_TOKEN"),
+				MaxArtifactBytes: maxArtifact, Logger: log, Version: buildVersion(),
+			})
+			if err != nil {
+				return err
+			}
+			defer a.Close(context.Background())
+			store := "sqlite " + a.Home.DB()
+			if pg != "" {
+				store = "postgres"
+			}
+			tokenFrom := "DESK_ADMIN_TOKEN"
+			if os.Getenv("DESK_ADMIN_TOKEN") == "" {
+				tokenFrom = a.Home.AdminToken()
+			}
+			return a.Serve(ctx, addr, 30*time.Second, func(bound net.Addr) {
+				log.Info("desk serving", "url", "http://"+bound.String(), "home", home, "store", store,
+					"admin_token", tokenFrom, "version", buildVersion())
+			})
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "", "listen address (env DESK_ADDR; default "+defaultAddr+")")
+	cmd.Flags().StringVar(&pg, "postgres", "", "Postgres DSN (env DESK_POSTGRES); SQLite in DESK_HOME when unset")
+	cmd.Flags().Int64Var(&maxArtifact, "max-artifact-bytes", 0, "refuse artifacts larger than this (env DESK_MAX_ARTIFACT_BYTES; 0 = no limit)")
+	return cmd
+}
+
+func logLevel() slog.Level {
+	switch strings.ToLower(os.Getenv("DESK_LOG_LEVEL")) {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
