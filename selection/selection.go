@@ -170,7 +170,7 @@ func (s *service) AddItem(ctx context.Context, groupID string, in desk.ItemCreat
 	}
 	defer f.Abort()
 	h := sha256.New()
-	size, err := io.Copy(io.MultiWriter(f.File, h), body)
+	size, err := f.Fill(body, h)
 	if err != nil {
 		return nil, desk.Errorf(desk.EINVALID, "item upload interrupted: %v", err)
 	}

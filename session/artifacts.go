@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"sync"
 	"syscall"
 
 	"github.com/desk-runtime/desk"
@@ -47,8 +46,6 @@ func NewArtifacts(store desk.Store, home layout.Home, opts ArtifactOptions) desk
 	return &artifacts{store: store, home: home, opts: opts}
 }
 
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
-
 // received is what receive learned about the bytes it wrote.
 type received struct {
 	size   int64
@@ -76,12 +73,10 @@ func (s *artifacts) receive(root *os.Root, target, name string, in desk.Artifact
 		body = io.LimitReader(body, s.opts.MaxBytes+1)
 	}
 	h := sha256.New()
-	buf := copyBufs.Get().(*[]byte)
-	n, err := io.CopyBuffer(io.MultiWriter(fileWriter{f.File}, h), onlyReader{body}, *buf)
-	copyBufs.Put(buf)
+	n, err := f.Fill(body, h)
 	if err != nil {
 		f.Abort()
-		var werr *writeError
+		var werr *atomicfile.WriteError
 		if errors.As(err, &werr) || isNoSpace(err) {
 			return nil, r, storageErr("write artifact", err)
 		}
@@ -108,29 +103,9 @@ func (s *artifacts) receive(root *os.Root, target, name string, in desk.Artifact
 	return f, r, nil
 }
 
-// onlyReader hides any WriterTo of the body so CopyBuffer uses our buffer
-// and hashing sees every byte.
-type onlyReader struct{ io.Reader }
-
 type eofReader struct{}
 
 func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
-
-// writeError marks a failure to write the temporary file, as opposed to a
-// failure to read the body, so a full disk is not blamed on the client.
-type writeError struct{ error }
-
-func (e *writeError) Unwrap() error { return e.error }
-
-type fileWriter struct{ f *os.File }
-
-func (w fileWriter) Write(p []byte) (int, error) {
-	n, err := w.f.Write(p)
-	if err != nil {
-		return n, &writeError{err}
-	}
-	return n, nil
-}
 
 func isNoSpace(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
