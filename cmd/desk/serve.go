@@ -62,10 +62,15 @@ DESK_ADMIN_TOKEN, or is generated once into DESK_HOME/admin.token (mode 0600).`,
 			if os.Getenv("DESK_ADMIN_TOKEN") == "" {
 				tokenFrom = a.Home.AdminToken()
 			}
-			return a.Serve(ctx, addr, 30*time.Second, func(bound net.Addr) {
+			err = a.Serve(ctx, addr, 30*time.Second, func(bound net.Addr) {
 				log.Info("desk serving", "url", "http://"+bound.String(), "home", home, "store", store,
 					"admin_token", tokenFrom, "version", buildVersion())
 			})
+			if err != nil {
+				return err
+			}
+			log.Info("desk stopped")
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "", "listen address (env DESK_ADDR; default "+defaultAddr+")")
