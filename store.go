@@ -72,5 +72,7 @@ type Store interface {
 	SetBindings(ctx context.Context, sessionID string, groupIDs []string) error
 	ListBindings(ctx context.Context, sessionID string) ([]*Group, error)
 
+	AppLogStore
+
 	Close() error
 }

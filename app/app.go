@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/applog"
 	"github.com/desk-runtime/desk/gc"
 	"github.com/desk-runtime/desk/httpapi"
 	"github.com/desk-runtime/desk/layout"
@@ -50,8 +51,11 @@ type App struct {
 	Artifacts  desk.ArtifactService
 	Selection  desk.SelectionService
 	Collector  *gc.Collector
+	Logs       *applog.Service
 	Handler    http.Handler
-	log        *slog.Logger
+	// Logger is desk's own logger: every record lands in the app log
+	// (redacted) and goes on to Config.Logger.
+	Logger *slog.Logger
 }
 
 // recoverer is implemented by services that finish interrupted work.
@@ -85,7 +89,16 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Home: home, Store: store, AdminToken: token, log: cfg.Logger}
+	a := &App{Config: cfg, Home: home, Store: store, AdminToken: token}
+	// The app log takes every record desk logs, redacts it (the admin token
+	// included, whatever its shape) and passes it on to the configured
+	// handler, so even stderr never shows a secret.
+	a.Logs = applog.New(store, applog.Options{Next: cfg.Logger.Handler(), Secrets: []string{token}})
+	if err := a.Logs.Open(ctx); err != nil {
+		store.Close()
+		return nil, fmt.Errorf("open app log: %w", err)
+	}
+	a.Logger = slog.New(a.Logs.Handler(applog.DefaultSource))
 	a.Workspaces = workspace.New(store, home, token)
 	a.Sessions = session.New(store, home, a.Workspaces)
 	a.Artifacts = session.NewArtifacts(store, home, session.ArtifactOptions{MaxBytes: cfg.MaxArtifactBytes})
@@ -97,6 +110,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	for _, r := range []any{a.Sessions, a.Artifacts} {
 		if rc, ok := r.(recoverer); ok {
 			if err := rc.Recover(ctx); err != nil {
+				a.Logs.Close(ctx)
 				store.Close()
 				return nil, fmt.Errorf("startup recovery: %w", err)
 			}
@@ -104,14 +118,21 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	}
 	api := &httpapi.Server{
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
-		Reclaimer: a.Collector, Logger: cfg.Logger.With("component", "http"), Version: cfg.Version,
+		Reclaimer: a.Collector, Logs: a.Logs, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
+		Logger: a.Logger.With("component", "http"), Version: cfg.Version,
 	}
 	a.Handler = api.Handler()
 	return a, nil
 }
 
-// Close releases the store.
-func (a *App) Close(ctx context.Context) error { return a.Store.Close() }
+// Close flushes the app log and releases the store.
+func (a *App) Close(ctx context.Context) error {
+	lerr := a.Logs.Close(ctx)
+	if err := a.Store.Close(); err != nil {
+		return err
+	}
+	return lerr
+}
 
 // Serve listens on addr until ctx is cancelled, then shuts down gracefully,
 // letting in-flight requests finish for up to grace. ready, if not nil, is
@@ -125,7 +146,7 @@ func (a *App) Serve(ctx context.Context, addr string, grace time.Duration, ready
 		Handler:           a.Handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(a.Logger.Handler(), slog.LevelWarn),
 	}
 	if ready != nil {
 		ready(ln.Addr())

@@ -64,6 +64,8 @@ func (s *Server) OpenAPI() map[string]any {
 		resp := map[string]any{"description": http.StatusText(rt.Status)}
 		switch rt.Resp {
 		case "":
+		case "EventStream":
+			resp["content"] = map[string]any{"text/event-stream": map[string]any{"schema": ref(rt.Resp)}}
 		case "binary":
 			resp["content"] = map[string]any{"application/octet-stream": map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
 		default:

@@ -28,6 +28,19 @@ type route struct {
 	handle func(*Server, http.ResponseWriter, *http.Request) error
 }
 
+// logQuery documents the filters of the app log routes.
+var logQuery = []param{
+	{Name: "level", Type: "string", Doc: "levels to include, repeated or comma separated (debug, info, warn, error)"},
+	{Name: "min_level", Type: "string", Doc: "the lowest level to include"},
+	{Name: "source", Type: "string", Doc: "sources to include, repeated or comma separated"},
+	{Name: "q", Type: "string", Doc: "case-insensitive text to find in the message or fields"},
+	{Name: "after_seq", Type: "integer", Doc: "entries after this seq, oldest first"},
+	{Name: "before_seq", Type: "integer", Doc: "entries before this seq"},
+	{Name: "session", Type: "string", Doc: "only entries of this session"},
+	{Name: "workspace", Type: "string", Doc: "only entries of this workspace"},
+	{Name: "limit", Type: "integer", Doc: "page size (default 200, at most 1000)"},
+}
+
 func (s *Server) routes() []route {
 	return []route{
 		{Method: "GET", Path: "/healthz", Public: true, Tag: "system", Summary: "Liveness: answers without authentication once desk is serving.",
@@ -100,6 +113,15 @@ func (s *Server) routes() []route {
 		{Method: "GET", Path: "/v1/sessions/{ses}/guest/file", Tag: "guest", Summary: "Read a file of the session's guest file system; denied paths answer 403.",
 			Query: []param{{Name: "path", Type: "string", Required: true, Doc: "guest path of a file"}},
 			Resp:  "binary", Status: 200, handle: (*Server).guestFile},
+
+		{Method: "GET", Path: "/v1/logs", Tag: "logs", Summary: "Read the app log (admin): redacted entries, oldest first within the page.",
+			Query: logQuery, Resp: "LogList", Status: 200, handle: (*Server).listLogs},
+		{Method: "GET", Path: "/v1/logs/stream", Tag: "logs", Summary: "Tail the app log as server-sent events; the event id is the entry's seq (Last-Event-ID resumes).",
+			Query: logQuery, Resp: "EventStream", Status: 200, handle: (*Server).streamLogs},
+		{Method: "GET", Path: "/v1/logs/unread", Tag: "logs", Summary: "Unread warn and error counts against the caller's seen mark (info and debug never count).",
+			Resp: "LogUnread", Status: 200, handle: (*Server).logsUnread},
+		{Method: "POST", Path: "/v1/logs/seen", Tag: "logs", Summary: "Move the caller's seen mark forward to seq (it never moves back).",
+			Body: "LogSeen", Resp: "LogUnread", Status: 200, handle: (*Server).logsSeen},
 
 		{Method: "POST", Path: "/v1/admin/storage-pressure", Tag: "admin", Summary: "Reclaim unowned space (scratch, abandoned temporary files, unreachable items). Never deletes an artifact.",
 			Body: "PressureRequest", Resp: "ReclaimReport", Status: 200, handle: (*Server).storagePressure},

@@ -31,6 +31,8 @@ type Server struct {
 	Artifacts  desk.ArtifactService
 	Selection  desk.SelectionService
 	Reclaimer  Reclaimer
+	Logs       AppLogs
+	LogQuery   LogQuery
 	Logger     *slog.Logger
 	Version    string
 }

@@ -54,6 +54,7 @@ DESK_ADMIN_TOKEN, or is generated once into DESK_HOME/admin.token (mode 0600).`,
 				return err
 			}
 			defer a.Close(context.Background())
+			log = a.Logger
 			store := "sqlite " + a.Home.DB()
 			if pg != "" {
 				store = "postgres"

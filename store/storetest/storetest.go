@@ -27,6 +27,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("ArtifactRevisionRace", func(t *testing.T) { testArtifactRace(t, open(t)) })
 	t.Run("Groups", func(t *testing.T) { testGroups(t, open(t)) })
 	t.Run("Bindings", func(t *testing.T) { testBindings(t, open(t)) })
+	t.Run("AppLog", func(t *testing.T) { testAppLog(t, open(t)) })
 }
 
 var ctx = context.Background()

@@ -1,0 +1,123 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/desk-runtime/desk"
+)
+
+// AppLogs is the part of the app log service the API serves.
+type AppLogs interface {
+	List(ctx context.Context, f desk.LogFilter) ([]*desk.LogEntry, error)
+	LastSeq(ctx context.Context) (int64, error)
+	MarkSeen(ctx context.Context, viewer string, seq int64) (int64, error)
+	Unread(ctx context.Context, viewer string) (*desk.LogUnread, error)
+	Tail(ctx context.Context, f desk.LogFilter, fn func(*desk.LogEntry) error) error
+}
+
+// LogQuery parses the log filters of a request.
+type LogQuery func(r *http.Request) (desk.LogFilter, error)
+
+// logViewer is who reads the operator log: the app log describes the whole
+// server, so only the admin token reads it.
+func logViewer(r *http.Request) (string, error) {
+	p, _ := desk.PrincipalFrom(r.Context())
+	if !p.Admin {
+		return "", desk.Errorf(desk.EFORBIDDEN, "only the admin token may read the app log")
+	}
+	return desk.AdminActor, nil
+}
+
+func (s *Server) listLogs(w http.ResponseWriter, r *http.Request) error {
+	if _, err := logViewer(r); err != nil {
+		return err
+	}
+	f, err := s.LogQuery(r)
+	if err != nil {
+		return err
+	}
+	es, err := s.Logs.List(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	last, err := s.Logs.LastSeq(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"entries": nonNil(es), "last_seq": last})
+	return nil
+}
+
+func (s *Server) logsUnread(w http.ResponseWriter, r *http.Request) error {
+	viewer, err := logViewer(r)
+	if err != nil {
+		return err
+	}
+	u, err := s.Logs.Unread(r.Context(), viewer)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, u)
+	return nil
+}
+
+func (s *Server) logsSeen(w http.ResponseWriter, r *http.Request) error {
+	viewer, err := logViewer(r)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Seq int64 `json:"seq"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	if in.Seq < 0 {
+		return desk.Errorf(desk.EINVALID, "seq must not be negative")
+	}
+	mark, err := s.Logs.MarkSeen(r.Context(), viewer, in.Seq)
+	if err != nil {
+		return err
+	}
+	u, err := s.Logs.Unread(r.Context(), viewer)
+	if err != nil {
+		return err
+	}
+	u.Seen = mark
+	writeJSON(w, http.StatusOK, u)
+	return nil
+}
+
+// streamLogs tails the log over server-sent events; the event id is the
+// entry's seq, so Last-Event-ID resumes exactly after the last entry seen.
+func (s *Server) streamLogs(w http.ResponseWriter, r *http.Request) error {
+	if _, err := logViewer(r); err != nil {
+		return err
+	}
+	f, err := s.LogQuery(r)
+	if err != nil {
+		return err
+	}
+	after, err := lastEventID(r)
+	if err != nil {
+		return err
+	}
+	if after > 0 {
+		f.AfterSeq = after
+	}
+	sse := newSSE(w)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go sse.keepAlive(ctx, cancel)
+	err = s.Logs.Tail(ctx, f, func(e *desk.LogEntry) error {
+		return sse.event(e.Seq, "log", e)
+	})
+	if ctx.Err() != nil {
+		return nil // the client went away; nothing to answer
+	}
+	if err != nil {
+		_ = sse.event(0, "error", map[string]any{"code": desk.ErrorCode(err), "message": desk.ErrorMessage(err)})
+	}
+	return nil
+}
