@@ -19,6 +19,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/applog"
+	"github.com/desk-runtime/desk/archive"
 	"github.com/desk-runtime/desk/gc"
 	"github.com/desk-runtime/desk/httpapi"
 	"github.com/desk-runtime/desk/layout"
@@ -36,8 +37,11 @@ type Config struct {
 	AdminToken string // DESK_ADMIN_TOKEN; generated into Home when empty
 	// MaxArtifactBytes refuses larger artifacts; 0 means no limit.
 	MaxArtifactBytes int64
-	Logger           *slog.Logger
-	Version          string
+	// ArchiveTZ names the time zone that decides an archive record's day
+	// (DESK_ARCHIVE_TZ); empty means UTC.
+	ArchiveTZ string
+	Logger    *slog.Logger
+	Version   string
 }
 
 // App is a running desk without its listener.
@@ -52,6 +56,7 @@ type App struct {
 	Selection  desk.SelectionService
 	Collector  *gc.Collector
 	Logs       *applog.Service
+	Archive    *archive.Archive
 	Handler    http.Handler
 	// Logger is desk's own logger: every record lands in the app log
 	// (redacted) and goes on to Config.Logger.
@@ -99,6 +104,18 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		return nil, fmt.Errorf("open app log: %w", err)
 	}
 	a.Logger = slog.New(a.Logs.Handler(applog.DefaultSource))
+	loc, err := archive.LoadLocation(cfg.ArchiveTZ)
+	if err != nil {
+		a.Logs.Close(ctx)
+		store.Close()
+		return nil, fmt.Errorf("DESK_ARCHIVE_TZ: %w", err)
+	}
+	a.Archive, err = archive.Open(home, archive.Options{Location: loc, Logger: a.Logger.With("component", "archive")})
+	if err != nil {
+		a.Logs.Close(ctx)
+		store.Close()
+		return nil, fmt.Errorf("open archive: %w", err)
+	}
 	a.Workspaces = workspace.New(store, home, token)
 	a.Sessions = session.New(store, home, a.Workspaces)
 	a.Artifacts = session.NewArtifacts(store, home, session.ArtifactOptions{MaxBytes: cfg.MaxArtifactBytes})
@@ -110,6 +127,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	for _, r := range []any{a.Sessions, a.Artifacts} {
 		if rc, ok := r.(recoverer); ok {
 			if err := rc.Recover(ctx); err != nil {
+				a.Archive.Close(ctx)
 				a.Logs.Close(ctx)
 				store.Close()
 				return nil, fmt.Errorf("startup recovery: %w", err)
@@ -118,18 +136,22 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	}
 	api := &httpapi.Server{
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
-		Reclaimer: a.Collector, Logs: a.Logs, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
+		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		Logger: a.Logger.With("component", "http"), Version: cfg.Version,
 	}
 	a.Handler = api.Handler()
 	return a, nil
 }
 
-// Close flushes the app log and releases the store.
+// Close flushes the archive and the app log and releases the store.
 func (a *App) Close(ctx context.Context) error {
+	aerr := a.Archive.Close(ctx)
 	lerr := a.Logs.Close(ctx)
 	if err := a.Store.Close(); err != nil {
 		return err
+	}
+	if aerr != nil {
+		return aerr
 	}
 	return lerr
 }

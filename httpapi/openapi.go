@@ -64,6 +64,8 @@ func (s *Server) OpenAPI() map[string]any {
 		resp := map[string]any{"description": http.StatusText(rt.Status)}
 		switch rt.Resp {
 		case "":
+		case "NDJSON":
+			resp["content"] = map[string]any{"application/x-ndjson": map[string]any{"schema": ref(rt.Resp)}}
 		case "EventStream":
 			resp["content"] = map[string]any{"text/event-stream": map[string]any{"schema": ref(rt.Resp)}}
 		case "binary":

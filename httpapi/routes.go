@@ -114,6 +114,16 @@ func (s *Server) routes() []route {
 			Query: []param{{Name: "path", Type: "string", Required: true, Doc: "guest path of a file"}},
 			Resp:  "binary", Status: 200, handle: (*Server).guestFile},
 
+		{Method: "GET", Path: "/v1/workspaces/{ws}/archive", Tag: "archive", Summary: "Stream the workspace's append-only archive as NDJSON, records exactly as stored, in order (admin).",
+			Query: []param{{Name: "channel", Type: "string", Doc: "only this channel"},
+				{Name: "conversation", Type: "string", Doc: "only this conversation id"},
+				{Name: "from", Type: "string", Doc: "records at or after this time (RFC 3339 or YYYY-MM-DD)"},
+				{Name: "to", Type: "string", Doc: "records before this time (RFC 3339 or YYYY-MM-DD)"}},
+			Resp: "NDJSON", Status: 200, handle: (*Server).readArchive},
+		{Method: "GET", Path: "/v1/workspaces/{ws}/archive/days", Tag: "archive", Summary: "List the days that have archive files, and the files (of one day with ?day=).",
+			Query: []param{{Name: "day", Type: "string", Doc: "YYYY-MM-DD: list only that day's files"}},
+			Resp:  "ArchiveDays", Status: 200, handle: (*Server).archiveDays},
+
 		{Method: "GET", Path: "/v1/logs", Tag: "logs", Summary: "Read the app log (admin): redacted entries, oldest first within the page.",
 			Query: logQuery, Resp: "LogList", Status: 200, handle: (*Server).listLogs},
 		{Method: "GET", Path: "/v1/logs/stream", Tag: "logs", Summary: "Tail the app log as server-sent events; the event id is the entry's seq (Last-Event-ID resumes).",

@@ -32,6 +32,7 @@ type Server struct {
 	Selection  desk.SelectionService
 	Reclaimer  Reclaimer
 	Logs       AppLogs
+	Archive    Archive
 	LogQuery   LogQuery
 	Logger     *slog.Logger
 	Version    string

@@ -48,7 +48,7 @@ DESK_ADMIN_TOKEN, or is generated once into DESK_HOME/admin.token (mode 0600).`,
 			defer stop()
 			a, err := app.Open(ctx, app.Config{
 				Home: home, Postgres: pg, AdminToken: os.Getenv("DESK_ADMIN_TOKEN"),
-				MaxArtifactBytes: maxArtifact, Logger: log, Version: buildVersion(),
+				MaxArtifactBytes: maxArtifact, ArchiveTZ: os.Getenv("DESK_ARCHIVE_TZ"), Logger: log, Version: buildVersion(),
 			})
 			if err != nil {
 				return err
