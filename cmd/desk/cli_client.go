@@ -23,6 +23,8 @@ func addClientCommands(root *cobra.Command, g *globals) {
 		guestCmd(g),
 		adminCmd(g),
 		healthCmd(g),
+		logsCmd(g),
+		archiveCmd(g),
 	)
 }
 

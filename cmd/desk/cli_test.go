@@ -21,6 +21,7 @@ type cli struct {
 	t     *testing.T
 	url   string
 	token string
+	app   *app.App
 }
 
 func newCLI(t *testing.T) *cli {
@@ -34,7 +35,7 @@ func newCLI(t *testing.T) *cli {
 		srv.Close()
 		a.Close(context.Background())
 	})
-	return &cli{t: t, url: srv.URL, token: a.AdminToken}
+	return &cli{t: t, url: srv.URL, token: a.AdminToken, app: a}
 }
 
 type result struct {

@@ -45,6 +45,14 @@ const (
 )
 
 func exitCode(err error) int {
+	var se *statusExit
+	if errors.As(err, &se) {
+		return se.code
+	}
+	var re *refusedError
+	if errors.As(err, &re) {
+		return exitRefused
+	}
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage
@@ -134,7 +142,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.home, "home", "", "desk home directory (env DESK_HOME; default ~/.local/share/desk)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print machine-readable JSON")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(serveCmd(g), versionCmd(g))
+	root.AddCommand(serveCmd(g), versionCmd(g), startCmd(g), stopCmd(g), statusCmd(g), restartCmd(g))
 	addClientCommands(root, g)
 	return root
 }
@@ -157,7 +165,9 @@ func versionCmd(g *globals) *cobra.Command {
 func main() {
 	root := newRoot()
 	if err := root.ExecuteContext(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "desk:", errText(err))
+		if msg := errText(err); msg != "" {
+			fmt.Fprintln(os.Stderr, "desk:", msg)
+		}
 		os.Exit(exitCode(err))
 	}
 }

@@ -63,8 +63,14 @@ DESK_ADMIN_TOKEN, or is generated once into DESK_HOME/admin.token (mode 0600).`,
 			if os.Getenv("DESK_ADMIN_TOKEN") == "" {
 				tokenFrom = a.Home.AdminToken()
 			}
+			pid := os.Getpid()
+			defer removeRunFiles(home, pid)
 			err = a.Serve(ctx, addr, 30*time.Second, func(bound net.Addr) {
-				log.Info("desk serving", "url", "http://"+bound.String(), "home", home, "store", store,
+				url := "http://" + bound.String()
+				if err := writeRunFiles(home, pid, url); err != nil {
+					log.Warn("cannot write the pid file; desk status and desk stop will not find this server", "err", err)
+				}
+				log.Info("desk serving", "url", url, "home", home, "store", store,
 					"admin_token", tokenFrom, "version", buildVersion())
 			})
 			if err != nil {
