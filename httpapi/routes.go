@@ -41,13 +41,29 @@ var logQuery = []param{
 	{Name: "limit", Type: "integer", Doc: "page size (default 200, at most 1000)"},
 }
 
+// routes is the whole route table: each area of the API keeps its own list.
 func (s *Server) routes() []route {
+	var all []route
+	for _, part := range [][]route{
+		systemRoutes(), workspaceRoutes(), sessionRoutes(), artifactRoutes(),
+		groupRoutes(), guestRoutes(), archiveRoutes(), logRoutes(), adminRoutes(),
+	} {
+		all = append(all, part...)
+	}
+	return all
+}
+
+func systemRoutes() []route {
 	return []route{
 		{Method: "GET", Path: "/healthz", Public: true, Tag: "system", Summary: "Liveness: answers without authentication once desk is serving.",
 			Resp: "Health", Status: 200, handle: (*Server).health},
 		{Method: "GET", Path: "/v1/openapi.json", Tag: "system", Summary: "This OpenAPI 3.1 document.",
 			Resp: "OpenAPI", Status: 200, handle: (*Server).openapi},
+	}
+}
 
+func workspaceRoutes() []route {
+	return []route{
 		{Method: "POST", Path: "/v1/workspaces", Tag: "workspaces", Summary: "Create a workspace (admin). It starts with a human actor named owner.",
 			Body: "WorkspaceCreate", Resp: "Workspace", Status: 201, handle: (*Server).createWorkspace},
 		{Method: "GET", Path: "/v1/workspaces", Tag: "workspaces", Summary: "List the workspaces the caller can see.",
@@ -58,7 +74,11 @@ func (s *Server) routes() []route {
 			Body: "ActorCreate", Resp: "ActorCreated", Status: 201, handle: (*Server).createActor},
 		{Method: "GET", Path: "/v1/workspaces/{ws}/actors", Tag: "workspaces", Summary: "List actors (an actor token sees only itself).",
 			Resp: "ActorList", Status: 200, handle: (*Server).listActors},
+	}
+}
 
+func sessionRoutes() []route {
+	return []route{
 		{Method: "POST", Path: "/v1/workspaces/{ws}/sessions", Tag: "sessions", Summary: "Create a session bound to the workspace and an actor (an actor token: itself only).",
 			Body: "SessionCreate", Resp: "Session", Status: 201, handle: (*Server).createSession},
 		{Method: "GET", Path: "/v1/workspaces/{ws}/sessions", Tag: "sessions", Summary: "List sessions, most recently updated first.",
@@ -71,7 +91,11 @@ func (s *Server) routes() []route {
 			Body: "SessionPatch", Resp: "Session", Status: 200, handle: (*Server).patchSession},
 		{Method: "DELETE", Path: "/v1/sessions/{ses}", Tag: "sessions", Summary: "Delete a session with its artifacts, bindings and scratch; selection groups stay.",
 			Status: 204, handle: (*Server).deleteSession},
+	}
+}
 
+func artifactRoutes() []route {
+	return []route{
 		{Method: "POST", Path: "/v1/sessions/{ses}/artifacts", Tag: "artifacts", Summary: "Store the body as a new artifact. Bytes decide the kind; misleading PNG/JPEG/PDF/XLSX/DOCX claims are refused.",
 			Query: []param{{Name: "name", Type: "string", Required: true, Doc: "file name; sanitized, .md added when there is no extension"},
 				{Name: "immutable", Type: "boolean", Doc: "store under /artifacts/immutable, refusing later updates"}},
@@ -88,7 +112,11 @@ func (s *Server) routes() []route {
 			Resp: "Artifact", Status: 200, handle: (*Server).revertArtifact},
 		{Method: "DELETE", Path: "/v1/sessions/{ses}/artifacts/{art}", Tag: "artifacts", Summary: "Delete an artifact: bytes, kept revision and row.",
 			Status: 204, handle: (*Server).deleteArtifact},
+	}
+}
 
+func groupRoutes() []route {
+	return []route{
 		{Method: "POST", Path: "/v1/workspaces/{ws}/groups", Tag: "groups", Summary: "Create a selection group (ambient context owned by the workspace).",
 			Body: "GroupCreate", Resp: "Group", Status: 201, handle: (*Server).createGroup},
 		{Method: "GET", Path: "/v1/workspaces/{ws}/groups", Tag: "groups", Summary: "List the workspace's selection groups.",
@@ -106,14 +134,22 @@ func (s *Server) routes() []route {
 			Body: "BindingsPut", Resp: "GroupList", Status: 200, handle: (*Server).putBindings},
 		{Method: "GET", Path: "/v1/sessions/{ses}/bindings", Tag: "groups", Summary: "List the groups a session binds.",
 			Resp: "GroupList", Status: 200, handle: (*Server).getBindings},
+	}
+}
 
+func guestRoutes() []route {
+	return []route{
 		{Method: "GET", Path: "/v1/sessions/{ses}/guest/list", Tag: "guest", Summary: "List a directory of the session's guest file system, as an execution sees it.",
 			Query: []param{{Name: "path", Type: "string", Doc: "guest path, default /"}},
 			Resp:  "GuestList", Status: 200, handle: (*Server).guestList},
 		{Method: "GET", Path: "/v1/sessions/{ses}/guest/file", Tag: "guest", Summary: "Read a file of the session's guest file system; denied paths answer 403.",
 			Query: []param{{Name: "path", Type: "string", Required: true, Doc: "guest path of a file"}},
 			Resp:  "binary", Status: 200, handle: (*Server).guestFile},
+	}
+}
 
+func archiveRoutes() []route {
+	return []route{
 		{Method: "GET", Path: "/v1/workspaces/{ws}/archive", Tag: "archive", Summary: "Stream the workspace's append-only archive as NDJSON, records exactly as stored, in order (admin).",
 			Query: []param{{Name: "channel", Type: "string", Doc: "only this channel"},
 				{Name: "conversation", Type: "string", Doc: "only this conversation id"},
@@ -123,7 +159,11 @@ func (s *Server) routes() []route {
 		{Method: "GET", Path: "/v1/workspaces/{ws}/archive/days", Tag: "archive", Summary: "List the days that have archive files, and the files (of one day with ?day=).",
 			Query: []param{{Name: "day", Type: "string", Doc: "YYYY-MM-DD: list only that day's files"}},
 			Resp:  "ArchiveDays", Status: 200, handle: (*Server).archiveDays},
+	}
+}
 
+func logRoutes() []route {
+	return []route{
 		{Method: "GET", Path: "/v1/logs", Tag: "logs", Summary: "Read the app log (admin): redacted entries, oldest first within the page.",
 			Query: logQuery, Resp: "LogList", Status: 200, handle: (*Server).listLogs},
 		{Method: "GET", Path: "/v1/logs/stream", Tag: "logs", Summary: "Tail the app log as server-sent events; the event id is the entry's seq (Last-Event-ID resumes).",
@@ -132,7 +172,11 @@ func (s *Server) routes() []route {
 			Resp: "LogUnread", Status: 200, handle: (*Server).logsUnread},
 		{Method: "POST", Path: "/v1/logs/seen", Tag: "logs", Summary: "Move the caller's seen mark forward to seq (it never moves back).",
 			Body: "LogSeen", Resp: "LogUnread", Status: 200, handle: (*Server).logsSeen},
+	}
+}
 
+func adminRoutes() []route {
+	return []route{
 		{Method: "POST", Path: "/v1/admin/storage-pressure", Tag: "admin", Summary: "Reclaim unowned space (scratch, abandoned temporary files, unreachable items). Never deletes an artifact.",
 			Body: "PressureRequest", Resp: "ReclaimReport", Status: 200, handle: (*Server).storagePressure},
 	}
