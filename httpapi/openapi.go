@@ -1,8 +1,9 @@
 package httpapi
 
 import (
-	_ "embed"
+	"embed"
 	"encoding/json"
+	"io/fs"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -13,8 +14,11 @@ import (
 	"os"
 )
 
-//go:embed openapi_components.json
-var componentsJSON []byte
+// The component schemas live in openapi/*.json, one file per area of the
+// API; they are merged into one components.schemas object.
+//
+//go:embed openapi/*.json
+var componentFiles embed.FS
 
 var pathParam = regexp.MustCompile(`\{([a-z_]+)\}`)
 
@@ -29,9 +33,20 @@ var paramDocs = map[string]string{
 
 // OpenAPI builds the OpenAPI 3.1 document of every route in the table.
 func (s *Server) OpenAPI() map[string]any {
-	var comps map[string]any
-	if err := json.Unmarshal(componentsJSON, &comps); err != nil {
-		panic("httpapi: bad openapi_components.json: " + err.Error())
+	comps := map[string]any{}
+	files, _ := fs.Glob(componentFiles, "openapi/*.json")
+	for _, name := range files {
+		b, _ := componentFiles.ReadFile(name)
+		var part map[string]any
+		if err := json.Unmarshal(b, &part); err != nil {
+			panic("httpapi: bad " + name + ": " + err.Error())
+		}
+		for k, v := range part {
+			if _, dup := comps[k]; dup {
+				panic("httpapi: schema " + k + " defined twice (" + name + ")")
+			}
+			comps[k] = v
+		}
 	}
 	paths := map[string]any{}
 	for _, rt := range s.routes() {
