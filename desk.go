@@ -44,6 +44,7 @@ type Principal struct {
 	Admin       bool
 	WorkspaceID string // actor principals only
 	ActorID     string // actor principals only
+	ActorKind   string // actor principals only: human or agent
 }
 
 // CanSeeActor reports whether p may see data owned by the given actor of the

@@ -43,6 +43,9 @@ type SessionService interface {
 	SetBindings(ctx context.Context, sessionID string, groupIDs []string) ([]*Group, error)
 	Bindings(ctx context.Context, sessionID string) ([]*Group, error)
 
+	// Resolve answers where a follow-up aimed at a target goes.
+	Resolve(ctx context.Context, t ResolveTarget) (*Resolution, error)
+
 	// GuestList and GuestOpen read the guest file system as an execution of
 	// the session would see it.
 	GuestList(ctx context.Context, sessionID, guestPath string) ([]GuestEntry, error)
@@ -124,3 +127,65 @@ const (
 	PressureSoft     = "soft"
 	PressureCritical = "critical"
 )
+
+// Multitask strategies of a submit to a busy surface.
+const (
+	MultitaskEnqueue   = "enqueue"
+	MultitaskReject    = "reject"
+	MultitaskInterrupt = "interrupt"
+)
+
+// SubmitInput is one message sent to a session.
+type SubmitInput struct {
+	Text           string
+	Surface        string // default: the orchestrator surface
+	IdempotencyKey string
+	Multitask      string // enqueue (default), reject or interrupt
+	Channel        string // default: the door's name
+	ConversationID string // default: the session id
+	Kind           string // default: user_message
+}
+
+// SubmitResult is the committed queue row, and the execution that took it
+// when the surface was idle.
+type SubmitResult struct {
+	Item        *QueueItem `json:"queued_item"`
+	ExecutionID string     `json:"execution_id,omitempty"`
+	// Created is false when an idempotency key matched an earlier row.
+	Created bool `json:"created"`
+}
+
+// InterruptResult answers an interrupt.
+type InterruptResult struct {
+	Stopped bool `json:"stopped"`
+	// Pending is set when the executor has not confirmed the stop in
+	// time: the execution stays stopping and its surface occupied.
+	Pending   bool       `json:"pending,omitempty"`
+	Execution *Execution `json:"execution"`
+}
+
+// ResolveTarget names what a follow-up is aimed at.
+type ResolveTarget struct {
+	Kind        string `json:"kind"` // session, artifact or workspace
+	ID          string `json:"id"`
+	WorkspaceID string `json:"workspace_id,omitempty"` // where to reconstruct an unknown target
+}
+
+// Resolutions of a follow-up (OpenAlice conversation control).
+const (
+	ResolveExact         = "exact"
+	ResolveUnavailable   = "unavailable"
+	ResolveReconstructed = "reconstructed"
+)
+
+// Resolution answers where a follow-up goes.
+type Resolution struct {
+	Resolution string `json:"resolution"`
+	// Reason says why a target is unavailable: retired-session,
+	// departed-workspace, purged-workspace, unknown-workspace or
+	// unknown-target.
+	Reason    string  `json:"reason,omitempty"`
+	SessionID string  `json:"session_id,omitempty"`
+	Signature string  `json:"signature,omitempty"`
+	Origin    *Origin `json:"origin,omitempty"` // the target's preserved, attributed origin
+}

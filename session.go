@@ -11,18 +11,24 @@ const (
 // Session is the unit of identity and ownership. It is bound at birth to one
 // workspace and one actor and never moves.
 type Session struct {
-	ID          string    `json:"id"`
-	Signature   string    `json:"signature"`
-	WorkspaceID string    `json:"workspace_id"`
-	Actor       string    `json:"actor"` // the owning actor's id
-	Title       string    `json:"title"`
-	Pinned      bool      `json:"pinned"`
-	Archived    bool      `json:"archived"`
-	Unread      bool      `json:"unread"`
-	Lifecycle   string    `json:"lifecycle"`
-	Origin      Origin    `json:"origin"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	ID          string `json:"id"`
+	Signature   string `json:"signature"`
+	WorkspaceID string `json:"workspace_id"`
+	Actor       string `json:"actor"` // the owning actor's id
+	Title       string `json:"title"`
+	Pinned      bool   `json:"pinned"`
+	Archived    bool   `json:"archived"`
+	Unread      bool   `json:"unread"`
+	Lifecycle   string `json:"lifecycle"`
+	// SurfaceID is the session's orchestrator surface, created with it.
+	SurfaceID string `json:"surface_id"`
+	// ReconstructedFrom names the unavailable target a reconstructed
+	// session stands in for; such a session is never presented as the
+	// original author.
+	ReconstructedFrom string    `json:"reconstructed_from,omitempty"`
+	Origin            Origin    `json:"origin"`
+	CreatedAt         time.Time `json:"created_at"`
+	UpdatedAt         time.Time `json:"updated_at"`
 
 	// Deleting is set while a delete is in progress: the session is already
 	// invisible, its files are being removed, and startup finishes the job

@@ -9,6 +9,8 @@ import "context"
 // Methods return *Error values with ENOTFOUND and ECONFLICT where the
 // contract names them; anything else is a machine failure.
 type Store interface {
+	ExecutionStore
+
 	// Workspaces.
 	CreateWorkspace(ctx context.Context, w *Workspace, owner *Actor) error
 	GetWorkspace(ctx context.Context, id string) (*Workspace, error)

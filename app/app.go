@@ -20,6 +20,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/applog"
 	"github.com/desk-runtime/desk/archive"
+	"github.com/desk-runtime/desk/execution"
 	"github.com/desk-runtime/desk/gc"
 	"github.com/desk-runtime/desk/httpapi"
 	"github.com/desk-runtime/desk/layout"
@@ -40,6 +41,9 @@ type Config struct {
 	// ArchiveTZ names the time zone that decides an archive record's day
 	// (DESK_ARCHIVE_TZ); empty means UTC.
 	ArchiveTZ string
+	// Execution tunes the execution model (timeouts, the executor). Its
+	// Archive and Logger are filled in by Open.
+	Execution execution.Options
 	Logger    *slog.Logger
 	Version   string
 }
@@ -57,6 +61,7 @@ type App struct {
 	Collector  *gc.Collector
 	Logs       *applog.Service
 	Archive    *archive.Archive
+	Exec       *execution.Service
 	Handler    http.Handler
 	// Logger is desk's own logger: every record lands in the app log
 	// (redacted) and goes on to Config.Logger.
@@ -120,7 +125,11 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	a.Sessions = session.New(store, home, a.Workspaces)
 	a.Artifacts = session.NewArtifacts(store, home, session.ArtifactOptions{MaxBytes: cfg.MaxArtifactBytes})
 	a.Selection = selection.New(store, home, a.Workspaces)
-	a.Collector = &gc.Collector{Store: store, Home: home}
+	eo := cfg.Execution
+	eo.Archive, eo.Logger = a.Archive, a.Logger.With("component", "execution")
+	a.Exec = execution.New(store, home, eo)
+	a.Collector = &gc.Collector{Store: store, Home: home, Running: a.Exec.Running}
+	session.SetBeforeDelete(a.Sessions, a.Exec.StopSession)
 
 	// Recovery runs before the handler exists, so no request can observe a
 	// half-finished delete or install.
@@ -134,26 +143,38 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 			}
 		}
 	}
+	// The execution model recovers what dead owners left behind before
+	// anything is dispatched or served.
+	if err := a.Exec.Open(ctx); err != nil {
+		a.Archive.Close(ctx)
+		a.Logs.Close(ctx)
+		store.Close()
+		return nil, err
+	}
 	api := &httpapi.Server{
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
-		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
+		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		Logger: a.Logger.With("component", "http"), Version: cfg.Version,
 	}
 	a.Handler = api.Handler()
 	return a, nil
 }
 
-// Close flushes the archive and the app log and releases the store.
+// Close stops this process's executions, flushes the archive and the app
+// log, and releases the store.
 func (a *App) Close(ctx context.Context) error {
+	eerr := a.Exec.Close(ctx)
 	aerr := a.Archive.Close(ctx)
 	lerr := a.Logs.Close(ctx)
 	if err := a.Store.Close(); err != nil {
 		return err
 	}
-	if aerr != nil {
-		return aerr
+	for _, err := range []error{eerr, aerr, lerr} {
+		if err != nil {
+			return err
+		}
 	}
-	return lerr
+	return nil
 }
 
 // Serve listens on addr until ctx is cancelled, then shuts down gracefully,

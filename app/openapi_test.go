@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/execution"
 	"net/http"
 	"sort"
 	"strconv"
@@ -23,7 +25,7 @@ import (
 // against the documented schema. A route missing from the router, a status
 // that drifted or a field the document does not know all fail here.
 func TestOpenAPIMatchesHandlers(t *testing.T) {
-	w := newWorld(t)
+	w := newWorldOn(t, app.Config{Execution: execution.Options{Executor: blockingExecutor(), StopTimeout: 5 * time.Second}})
 	var doc map[string]any
 	w.Must(200, "GET", "/v1/openapi.json", nil, &doc)
 	if doc["openapi"] != "3.1.0" {
@@ -144,6 +146,7 @@ func asList(v any) []any {
 // fixtureSet is one fresh set of resources for one operation.
 type fixtureSet struct {
 	ws, ses, art, grp, item, file string
+	srf, exe, q, blk, blkSes      string
 }
 
 func (w *world) fixtures(t *testing.T) fixtureSet {
@@ -155,13 +158,45 @@ func (w *world) fixtures(t *testing.T) fixtureSet {
 	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/groups", map[string]string{"name": "fx"}, &g)
 	var it desk.Item
 	w.Must(201, "POST", "/v1/groups/"+g.ID+"/items", map[string]string{"text": "hello"}, &it)
-	return fixtureSet{ws: w.ws.ID, ses: x.ID, art: a.ID, grp: g.ID, item: it.ID, file: a.Path}
+	// A running execution (the executor blocks until interrupted) and a row
+	// queued behind it; and, in a second session, a user-cooldown block.
+	var first, second desk.SubmitResult
+	w.Must(202, "POST", "/v1/sessions/"+x.ID+"/messages", map[string]string{"text": "first"}, &first)
+	w.Must(202, "POST", "/v1/sessions/"+x.ID+"/messages", map[string]string{"text": "second"}, &second)
+	var y desk.Session
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]string{"title": "fx2"}, &y)
+	var run desk.SubmitResult
+	w.Must(202, "POST", "/v1/sessions/"+y.ID+"/messages", map[string]string{"text": "to interrupt"}, &run)
+	w.Must(200, "POST", "/v1/sessions/"+y.ID+"/executions/"+run.ExecutionID+"/interrupt", nil, nil)
+	var bs struct{ Blocks []desk.Block }
+	w.Must(200, "GET", "/v1/sessions/"+y.ID+"/blocks", nil, &bs)
+	if first.ExecutionID == "" || second.ExecutionID != "" || len(bs.Blocks) != 1 {
+		t.Fatalf("fixtures: first %+v second %+v blocks %+v", first, second, bs)
+	}
+	return fixtureSet{ws: w.ws.ID, ses: x.ID, art: a.ID, grp: g.ID, item: it.ID, file: a.Path,
+		srf: x.SurfaceID, exe: first.ExecutionID, q: second.Item.ID, blk: bs.Blocks[0].ID, blkSes: y.ID}
+}
+
+// blockingExecutor starts every turn and then waits for an interrupt.
+func blockingExecutor() execution.Executor {
+	return execution.ExecutorFunc(func(ctx context.Context, t *execution.Turn) (*execution.Outcome, error) {
+		if err := t.Started(); err != nil {
+			return nil, err
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
 }
 
 var actorSeq int
 
 func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (string, any) {
-	url := strings.NewReplacer("{ws}", f.ws, "{ses}", f.ses, "{art}", f.art, "{grp}", f.grp, "{item}", f.item).Replace(p)
+	url := strings.NewReplacer("{ws}", f.ws, "{ses}", f.ses, "{art}", f.art, "{grp}", f.grp, "{item}", f.item,
+		"{srf}", f.srf, "{exe}", f.exe, "{q}", f.q, "{blk}", f.blk).Replace(p)
+	if strings.Contains(p, "{blk}") || strings.HasSuffix(p, "/retire") || strings.HasSuffix(p, "/recall") {
+		// The block lives in the second fixture session.
+		url = strings.Replace(url, "/sessions/"+f.ses+"/", "/sessions/"+f.blkSes+"/", 1)
+	}
 	var q []string
 	for _, prm := range asList(op["parameters"]) {
 		m := prm.(map[string]any)
@@ -202,6 +237,14 @@ func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (st
 		return url, map[string]string{"text": "an item"}
 	case "BindingsPut":
 		return url, map[string]any{"group_ids": []string{f.grp}}
+	case "MessageSubmit":
+		return url, map[string]string{"text": "hello"}
+	case "QueueMove":
+		return url, map[string]string{"to": "front"}
+	case "QueueResume", "Interrupt":
+		return url, map[string]string{}
+	case "ResolveRequest":
+		return url, map[string]any{"target": map[string]string{"kind": "session", "id": f.ses}}
 	case "LogSeen":
 		return url, map[string]int{"seq": 0}
 	case "PressureRequest":

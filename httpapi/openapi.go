@@ -29,6 +29,10 @@ var paramDocs = map[string]string{
 	"art":  "artifact id (art_…)",
 	"grp":  "selection group id (grp_…)",
 	"item": "item id (itm_…)",
+	"exe":  "execution id (exe_…)",
+	"q":    "queue item id (q_…)",
+	"srf":  "surface id (srf_…)",
+	"blk":  "block id (blk_…)",
 }
 
 // OpenAPI builds the OpenAPI 3.1 document of every route in the table.

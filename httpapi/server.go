@@ -31,6 +31,7 @@ type Server struct {
 	Artifacts  desk.ArtifactService
 	Selection  desk.SelectionService
 	Reclaimer  Reclaimer
+	Exec       Executions
 	Logs       AppLogs
 	Archive    Archive
 	LogQuery   LogQuery

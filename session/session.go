@@ -24,6 +24,15 @@ type sessions struct {
 	store      desk.Store
 	home       layout.Home
 	workspaces desk.WorkspaceService
+	// beforeDelete stops whatever runs in a session before its files and
+	// rows go (the execution service's StopSession).
+	beforeDelete func(ctx context.Context, x *desk.Session) error
+}
+
+// SetBeforeDelete installs the hook Delete calls once the session is
+// hidden and before its files and rows are removed.
+func SetBeforeDelete(svc desk.SessionService, fn func(ctx context.Context, x *desk.Session) error) {
+	svc.(*sessions).beforeDelete = fn
 }
 
 var _ desk.SessionService = (*sessions)(nil)
@@ -75,6 +84,10 @@ func validTitle(t string) error {
 }
 
 func (s *sessions) Create(ctx context.Context, in desk.SessionCreate) (*desk.Session, error) {
+	return s.create(ctx, in, "")
+}
+
+func (s *sessions) create(ctx context.Context, in desk.SessionCreate, reconstructedFrom string) (*desk.Session, error) {
 	p, ok := desk.PrincipalFrom(ctx)
 	if !ok {
 		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
@@ -111,6 +124,7 @@ func (s *sessions) Create(ctx context.Context, in desk.SessionCreate) (*desk.Ses
 	x := &desk.Session{
 		ID: desk.NewID(desk.PrefixSession), Signature: desk.NewSignature(), WorkspaceID: w.ID, Actor: actor.ID,
 		Title: strings.TrimSpace(in.Title), Lifecycle: desk.SessionActive, CreatedAt: now, UpdatedAt: now,
+		ReconstructedFrom: reconstructedFrom,
 	}
 	x.Origin = originOf(ctx, x)
 	// The artifact directory exists from birth so /artifacts is always
@@ -167,6 +181,11 @@ func (s *sessions) Delete(ctx context.Context, id string) error {
 	}
 	if err := s.store.MarkSessionDeleting(ctx, x.ID); err != nil {
 		return err
+	}
+	if s.beforeDelete != nil {
+		if err := s.beforeDelete(ctx, x); err != nil {
+			return err
+		}
 	}
 	return s.finishDelete(ctx, x)
 }

@@ -201,7 +201,7 @@ func (s *service) Authenticate(ctx context.Context, token string) (desk.Principa
 	if strings.HasPrefix(token, TokenPrefix) {
 		a, err := s.store.ActorByTokenHash(ctx, HashToken(token))
 		if err == nil {
-			return desk.Principal{WorkspaceID: a.WorkspaceID, ActorID: a.ID}, nil
+			return desk.Principal{WorkspaceID: a.WorkspaceID, ActorID: a.ID, ActorKind: a.Kind}, nil
 		}
 		if !desk.IsCode(err, desk.ENOTFOUND) {
 			return desk.Principal{}, err

@@ -39,6 +39,7 @@ func Open(ctx context.Context, dsn string) (*sqlstore.DB, error) {
 		Numbered:          true,
 		IsUniqueViolation: isUnique,
 		Locker:            locker,
+		ForUpdate:         " FOR UPDATE",
 	})
 	if err != nil {
 		db.Close()

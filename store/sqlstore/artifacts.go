@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 
@@ -45,17 +46,23 @@ func encodePrev(p *desk.ArtifactRevision) string {
 	return encodeJSON(p)
 }
 
+func artifactEvent(typ string, a *desk.Artifact) event {
+	return event{typ: typ, workspace: a.WorkspaceID, session: a.SessionID, surface: a.Origin.SurfaceID, execute: a.Origin.ExecutionID, data: a}
+}
+
 func (s *DB) CreateArtifact(ctx context.Context, a *desk.Artifact) error {
-	_, err := s.exec(ctx, s.db, `INSERT INTO artifacts (`+artifactCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		a.ID, a.SessionID, a.WorkspaceID, a.ActorID, a.Name, a.RelPath, a.Kind, a.MediaType, a.Size, a.SHA256,
-		a.Immutable, a.Revision, a.Missing, encodeJSON(a.Origin), encodePrev(a.Prev), a.Pending, false,
-		micros(a.CreatedAt), micros(a.UpdatedAt))
-	if err != nil {
-		return s.conflict(err, "an artifact already exists at "+artifactGuestPath(a.RelPath))
-	}
 	a.Path = artifactGuestPath(a.RelPath)
-	return nil
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := s.exec(ctx, tx, `INSERT INTO artifacts (`+artifactCols+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			a.ID, a.SessionID, a.WorkspaceID, a.ActorID, a.Name, a.RelPath, a.Kind, a.MediaType, a.Size, a.SHA256,
+			a.Immutable, a.Revision, a.Missing, encodeJSON(a.Origin), encodePrev(a.Prev), a.Pending, false,
+			micros(a.CreatedAt), micros(a.UpdatedAt))
+		if err != nil {
+			return s.conflict(err, "an artifact already exists at "+artifactGuestPath(a.RelPath))
+		}
+		return s.emit(ctx, tx, a.UpdatedAt, artifactEvent("artifact.created", a))
+	})
 }
 
 func (s *DB) GetArtifact(ctx context.Context, id string) (*desk.Artifact, error) {
@@ -96,15 +103,21 @@ func (s *DB) CountArtifacts(ctx context.Context, sessionID string) (int, error) 
 }
 
 func (s *DB) UpdateArtifact(ctx context.Context, a *desk.Artifact, expectRevision int64) error {
-	res, err := s.exec(ctx, s.db, `UPDATE artifacts SET kind = ?, media_type = ?, size = ?, sha256 = ?,
-		immutable = ?, revision = ?, missing = ?, origin = ?, prev = ?, pending = ?, updated_at = ?
-		WHERE id = ? AND revision = ? AND deleting = ?`,
-		a.Kind, a.MediaType, a.Size, a.SHA256, a.Immutable, a.Revision, a.Missing, encodeJSON(a.Origin),
-		encodePrev(a.Prev), a.Pending, micros(a.UpdatedAt), a.ID, expectRevision, false)
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := s.exec(ctx, tx, `UPDATE artifacts SET kind = ?, media_type = ?, size = ?, sha256 = ?,
+			immutable = ?, revision = ?, missing = ?, origin = ?, prev = ?, pending = ?, updated_at = ?
+			WHERE id = ? AND revision = ? AND deleting = ?`,
+			a.Kind, a.MediaType, a.Size, a.SHA256, a.Immutable, a.Revision, a.Missing, encodeJSON(a.Origin),
+			encodePrev(a.Prev), a.Pending, micros(a.UpdatedAt), a.ID, expectRevision, false)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		return s.emit(ctx, tx, a.UpdatedAt, artifactEvent("artifact.updated", a))
+	})
 	if err != nil {
 		return err
 	}
@@ -142,11 +155,16 @@ func (s *DB) MarkArtifactDeleting(ctx context.Context, id string) error {
 }
 
 func (s *DB) DeleteArtifact(ctx context.Context, id string) error {
-	res, err := s.exec(ctx, s.db, `DELETE FROM artifacts WHERE id = ?`, id)
-	if err != nil {
-		return err
-	}
-	return affected(res, "artifact", id)
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		a, err := scanArtifact(s.queryRow(ctx, tx, `SELECT `+artifactCols+` FROM artifacts WHERE id = ?`, id))
+		if err != nil {
+			return notFound(err, "artifact", id)
+		}
+		if _, err := s.exec(ctx, tx, `DELETE FROM artifacts WHERE id = ?`, id); err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, desk.Now(), artifactEvent("artifact.deleted", a))
+	})
 }
 
 func (s *DB) ListDeletingArtifacts(ctx context.Context) ([]*desk.Artifact, error) {

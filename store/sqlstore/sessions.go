@@ -8,14 +8,14 @@ import (
 	"github.com/desk-runtime/desk"
 )
 
-const sessionCols = `id, signature, workspace_id, actor_id, title, pinned, archived, unread, lifecycle, origin, deleting, created_at, updated_at`
+const sessionCols = `id, signature, workspace_id, actor_id, title, pinned, archived, unread, lifecycle, origin, deleting, created_at, updated_at, surface_id, reconstructed_from`
 
 func scanSession(r interface{ Scan(...any) error }) (*desk.Session, error) {
 	var x desk.Session
 	var origin string
 	var c, u int64
 	if err := r.Scan(&x.ID, &x.Signature, &x.WorkspaceID, &x.Actor, &x.Title, &x.Pinned, &x.Archived,
-		&x.Unread, &x.Lifecycle, &origin, &x.Deleting, &c, &u); err != nil {
+		&x.Unread, &x.Lifecycle, &origin, &x.Deleting, &c, &u, &x.SurfaceID, &x.ReconstructedFrom); err != nil {
 		return nil, err
 	}
 	o, err := decodeOrigin(origin)
@@ -26,11 +26,23 @@ func scanSession(r interface{ Scan(...any) error }) (*desk.Session, error) {
 	return &x, nil
 }
 
+// CreateSession inserts the session and its orchestrator surface together:
+// a session never exists without the surface its work is queued on.
 func (s *DB) CreateSession(ctx context.Context, x *desk.Session) error {
-	_, err := s.exec(ctx, s.db, `INSERT INTO sessions (`+sessionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		x.ID, x.Signature, x.WorkspaceID, x.Actor, x.Title, x.Pinned, x.Archived, x.Unread, x.Lifecycle,
-		encodeJSON(x.Origin), false, micros(x.CreatedAt), micros(x.UpdatedAt))
-	return s.conflict(err, "session "+x.ID+" already exists")
+	if x.SurfaceID == "" {
+		x.SurfaceID = desk.NewID(desk.PrefixSurface)
+	}
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := s.exec(ctx, tx, `INSERT INTO sessions (`+sessionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			x.ID, x.Signature, x.WorkspaceID, x.Actor, x.Title, x.Pinned, x.Archived, x.Unread, x.Lifecycle,
+			encodeJSON(x.Origin), false, micros(x.CreatedAt), micros(x.UpdatedAt), x.SurfaceID, x.ReconstructedFrom)
+		if err != nil {
+			return s.conflict(err, "session "+x.ID+" already exists")
+		}
+		_, err = s.exec(ctx, tx, `INSERT INTO surfaces (id, session_id, workspace_id, kind, title, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			x.SurfaceID, x.ID, x.WorkspaceID, desk.SurfaceOrchestrator, "", micros(x.CreatedAt))
+		return s.conflict(err, "surface "+x.SurfaceID+" already exists")
+	})
 }
 
 func (s *DB) GetSession(ctx context.Context, id string) (*desk.Session, error) {
@@ -110,6 +122,10 @@ func (s *DB) PurgeSession(ctx context.Context, id string) error {
 		for _, q := range []string{
 			`DELETE FROM artifacts WHERE session_id = ?`,
 			`DELETE FROM session_bindings WHERE session_id = ?`,
+			`DELETE FROM queue_items WHERE session_id = ?`,
+			`DELETE FROM executions WHERE session_id = ?`,
+			`DELETE FROM blocks WHERE session_id = ?`,
+			`DELETE FROM surfaces WHERE session_id = ?`,
 			`DELETE FROM sessions WHERE id = ?`,
 		} {
 			if _, err := s.exec(ctx, tx, q, id); err != nil {

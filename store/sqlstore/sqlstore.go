@@ -40,6 +40,10 @@ type Dialect struct {
 	IsUniqueViolation func(error) bool
 	// Locker serializes migrations across processes, when the database can.
 	Locker lock.SessionLocker
+	// ForUpdate is appended to a SELECT that must lock the rows it reads
+	// until the transaction ends (" FOR UPDATE" on Postgres). SQLite needs
+	// none: its transactions take the database's write lock at BEGIN.
+	ForUpdate string
 }
 
 // DB is a desk.Store on a database/sql handle.

@@ -1,0 +1,303 @@
+package execution
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+	"unicode/utf8"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/archive"
+	"github.com/desk-runtime/desk/layout"
+)
+
+// wake makes sure a dispatcher runs for the surface. An idle surface costs
+// no goroutine: the dispatcher exists only while its queue has admissible
+// work. The first claim happens in the caller's goroutine, so a submit to an
+// idle surface can answer with the execution that took its row.
+func (s *Service) wake(surfaceID string) *desk.QueueItem {
+	if s.ctx == nil || s.ctx.Err() != nil {
+		return nil
+	}
+	s.mu.Lock()
+	if s.dispatching[surfaceID] {
+		s.again[surfaceID] = true
+		s.mu.Unlock()
+		return nil
+	}
+	s.dispatching[surfaceID] = true
+	s.wg.Add(1)
+	s.mu.Unlock()
+	item, exe := s.claim(surfaceID)
+	go func() {
+		defer s.wg.Done()
+		s.dispatchLoop(surfaceID, item, exe)
+	}()
+	return item
+}
+
+// dispatchLoop runs claimed rows one after the other until the queue has
+// nothing admissible, then exits.
+func (s *Service) dispatchLoop(surfaceID string, item *desk.QueueItem, exe *desk.Execution) {
+	for {
+		for item != nil {
+			s.run(item, exe)
+			item, exe = s.claim(surfaceID)
+		}
+		s.mu.Lock()
+		if !s.again[surfaceID] || s.ctx.Err() != nil {
+			delete(s.dispatching, surfaceID)
+			delete(s.again, surfaceID)
+			s.mu.Unlock()
+			return
+		}
+		delete(s.again, surfaceID)
+		s.mu.Unlock()
+		item, exe = s.claim(surfaceID)
+	}
+}
+
+// claim takes the surface's next admissible row with a starting
+// execution, or nothing.
+func (s *Service) claim(surfaceID string) (*desk.QueueItem, *desk.Execution) {
+	if s.ctx.Err() != nil || s.journalFailed() != nil {
+		return nil, nil
+	}
+	now := s.opts.Now()
+	item, exe, err := s.store.Claim(s.ctx, desk.ClaimRequest{
+		SurfaceID: surfaceID, Owner: s.owner.ID, ExecutionID: desk.NewID(desk.PrefixExecution),
+		Now: now, LeaseUntil: now.Add(s.opts.LeaseTTL), TakeoverIdle: s.opts.TakeoverIdle,
+	})
+	if err != nil {
+		if s.ctx.Err() == nil {
+			s.journalResult(err)
+		}
+		return nil, nil
+	}
+	if item != nil {
+		s.hub.notify()
+	}
+	return item, exe
+}
+
+// run takes one claimed row through its execution: re-check admission,
+// scratch, executor, settle, archive, scratch removal.
+func (s *Service) run(item *desk.QueueItem, exe *desk.Execution) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	r := &running{exe: exe, cancel: cancel, done: make(chan struct{})}
+	s.mu.Lock()
+	s.active[exe.ID] = r
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.active, exe.ID)
+		s.mu.Unlock()
+		close(r.done)
+	}()
+	log := s.log.With("execution_id", exe.ID, "session_id", exe.SessionID, "workspace_id", exe.WorkspaceID)
+
+	// Admission is checked again after the starting row committed: a block
+	// or a retirement that raced with the claim wins, and the row goes back
+	// to the front of its queue untouched.
+	if why := s.recheck(exe); why != "" {
+		s.settle(log, r, item, desk.PhaseInterrupted, "admission revoked: "+why, nil, true)
+		return
+	}
+	scratch := s.home.Abs(exe.WorkspaceID, layout.ScratchRel(exe.ID))
+	defer os.RemoveAll(scratch)
+	if err := os.MkdirAll(scratch, 0o755); err != nil {
+		s.settle(log, r, item, desk.PhaseFailed, "create scratch: "+err.Error(), nil, false)
+		return
+	}
+	x, err := s.store.GetSession(ctx, exe.SessionID)
+	if err != nil {
+		s.settle(log, r, item, desk.PhaseFailed, "load session: "+err.Error(), nil, false)
+		return
+	}
+	turn := &Turn{Execution: exe, Item: item, Session: x, Scratch: scratch}
+	turn.Started = func() error { return s.markRunning(r) }
+	turn.Emit = func(typ string, data any) { s.emit(exe, typ, data) }
+
+	out, err := s.opts.Executor.Execute(ctx, turn)
+	if !r.started.Load() && err == nil && !r.stop.Load() {
+		// An executor that never signalled its handshake but finished
+		// cleanly did start.
+		if merr := s.markRunning(r); merr != nil {
+			err = merr
+		}
+	}
+	switch {
+	case r.stop.Load():
+		reason := "interrupted"
+		if cur, gerr := s.store.GetExecution(context.Background(), exe.ID); gerr == nil && cur.Interruption != nil {
+			reason = cur.Interruption.Reason
+		} else if s.ctx.Err() != nil {
+			reason = "owner-stopping"
+		}
+		s.settle(log, r, item, desk.PhaseInterrupted, reason, out, false)
+	case err != nil && !r.started.Load():
+		s.settle(log, r, item, desk.PhaseFailed, "start failed: "+err.Error(), out, false)
+	case err != nil:
+		s.settle(log, r, item, desk.PhaseFailed, err.Error(), out, false)
+	default:
+		s.settle(log, r, item, desk.PhaseEnded, "completed", out, false)
+	}
+}
+
+// recheck returns why a just-claimed execution may not run, or "".
+func (s *Service) recheck(exe *desk.Execution) string {
+	ctx := s.ctx
+	x, err := s.store.GetSession(ctx, exe.SessionID)
+	if err != nil {
+		return "session is gone"
+	}
+	if x.Lifecycle == desk.SessionRetired {
+		return "session is retired"
+	}
+	bs, err := s.store.ListBlocks(ctx, exe.SessionID, s.opts.Now())
+	if err != nil {
+		return "blocks unreadable: " + err.Error()
+	}
+	for _, b := range bs {
+		if !b.Active || b.SurfaceID != exe.SurfaceID {
+			continue
+		}
+		if b.Kind == desk.BlockExecutionFault || exe.Origin.Kind != desk.OriginUser {
+			return b.Kind + " block " + b.ID
+		}
+	}
+	return ""
+}
+
+func (s *Service) markRunning(r *running) error {
+	if r.started.Load() {
+		return nil
+	}
+	if r.stop.Load() {
+		return desk.Errorf(desk.ECONFLICT, "execution %s is stopping", r.exe.ID)
+	}
+	x, err := s.store.MarkRunning(s.ctx, r.exe.ID, s.owner.ID, s.opts.Now())
+	if err != nil {
+		if !desk.IsCode(err, desk.ECONFLICT) {
+			s.journalResult(err)
+		}
+		return err
+	}
+	r.started.Store(true)
+	r.exe = x
+	s.hub.notify()
+	return nil
+}
+
+// emit stores an executor's event and wakes streams. Events of an
+// execution that is no longer this process's are dropped (stale callbacks).
+func (s *Service) emit(exe *desk.Execution, typ string, data any) {
+	s.mu.Lock()
+	_, mine := s.active[exe.ID]
+	s.mu.Unlock()
+	if !mine {
+		return
+	}
+	b, err := jsonMarshal(data)
+	if err != nil {
+		s.log.Error("encode execution event", "err", err, "type", typ)
+		return
+	}
+	e := &desk.Event{At: s.opts.Now(), Type: typ, WorkspaceID: exe.WorkspaceID, SessionID: exe.SessionID,
+		SurfaceID: exe.SurfaceID, ExecutionID: exe.ID, Data: b}
+	if err := s.store.AppendEvents(context.Background(), []*desk.Event{e}); err != nil {
+		s.journalResult(err)
+		return
+	}
+	s.hub.notify()
+}
+
+// settle ends the execution and its row in one transaction, retrying while
+// the journal cannot be written: an unsettled execution keeps its surface
+// occupied, which is safe, but it must not be forgotten.
+func (s *Service) settle(log interface {
+	Error(string, ...any)
+}, r *running, item *desk.QueueItem, phase, reason string, out *Outcome, requeue bool) {
+	itemStatus, itemErr := desk.QueueStatusDelivered, ""
+	switch {
+	case requeue:
+	case phase == desk.PhaseFailed:
+		itemStatus, itemErr = desk.QueueStatusFailed, reason
+	case phase == desk.PhaseInterrupted && !r.started.Load():
+		itemStatus, itemErr = desk.QueueStatusCancelled, "interrupted before it started"
+	}
+	req := desk.SettleRequest{ExecutionID: r.exe.ID, Owner: s.owner.ID, Phase: phase, Reason: reason, Requeue: requeue,
+		ItemStatus: itemStatus, ItemError: itemErr, FaultThreshold: s.opts.FaultThreshold}
+	var x *desk.Execution
+	for attempt := 0; ; attempt++ {
+		req.Now = s.opts.Now()
+		var err error
+		x, _, err = s.store.Settle(context.Background(), req)
+		if err == nil {
+			s.journalResult(nil)
+			break
+		}
+		if desk.IsCode(err, desk.ECONFLICT) || desk.IsCode(err, desk.ENOTFOUND) {
+			// Someone else settled it (recovery after this owner was taken
+			// for dead), or its session was deleted: their word stands.
+			return
+		}
+		s.journalResult(err)
+		log.Error("settle execution", "err", err, "attempt", attempt)
+		if attempt >= 20 {
+			return // recovery finishes it
+		}
+		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
+	}
+	s.hub.notify()
+	s.archiveSettled(x, item, out)
+}
+
+func (s *Service) archiveSettled(x *desk.Execution, q *desk.QueueItem, out *Outcome) {
+	if s.opts.Archive == nil {
+		return
+	}
+	o := x.Origin
+	env := archive.Envelope{At: s.opts.Now(), Channel: q.Channel, ConversationID: q.ConversationID, Origin: &o, TurnID: x.ID}
+	var rec archive.Record
+	switch x.Phase {
+	case desk.PhaseEnded:
+		reply := ""
+		if out != nil {
+			reply = out.Reply
+		}
+		rec = &archive.MessageOutboundRuntime{Envelope: env, Status: "completed", Reply: reply, ReplyPreview: preview(reply)}
+	case desk.PhaseFailed:
+		rec = &archive.TurnFailed{Envelope: env, Error: x.Reason}
+	case desk.PhaseInterrupted:
+		if x.Reason != "" && len(x.Reason) > 19 && x.Reason[:19] == "admission revoked: " {
+			return // it never ran: nothing crossed the boundary
+		}
+		rec = &archive.TurnInterrupted{Envelope: env, Reason: x.Reason}
+	default:
+		return
+	}
+	if err := s.opts.Archive.Append(context.Background(), x.WorkspaceID, rec); err != nil {
+		s.log.Error("archive settled turn", "err", err, "execution_id", x.ID)
+	}
+}
+
+// preview is the first 200 characters of a reply.
+func preview(s string) string {
+	if utf8.RuneCountInString(s) <= 200 {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:200]) + "…"
+}
+
+func jsonMarshal(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode event: %w", err)
+	}
+	return b, nil
+}

@@ -1,0 +1,543 @@
+// Package execution owns desk's one execution model: every piece of work is
+// a durable queue row on a surface, claimed atomically by one dispatcher,
+// admitted past blocks and takeover rules, run by an Executor as exactly one
+// execution at a time per surface, interrupted only by its exact id, and
+// settled with its events published after the commit. It recovers what a
+// dead desk process left behind: executions that may have started are shown
+// interrupted (owner-restarted) and never re-run; claims that never started
+// go back to the front of their queue.
+//
+// It must never run two executions of one surface at once (the store's
+// unique index is the last word), never re-send a turn whose model call may
+// have started, and never report a stop the executor did not confirm.
+package execution
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/archive"
+	"github.com/desk-runtime/desk/layout"
+)
+
+// Archiver records what crossed desk's boundary.
+type Archiver interface {
+	Append(ctx context.Context, ws string, r archive.Record) error
+}
+
+// Options configure the service; zero values take the defaults noted.
+type Options struct {
+	Executor  Executor
+	Available Availability
+	Archive   Archiver
+	Logger    *slog.Logger
+	// Door names the channel of submits that do not name one ("http").
+	Door string
+	// LeaseTTL is how long a claim's lease lasts between renewals (30s).
+	LeaseTTL time.Duration
+	// OwnerTTL is how long a desk process may miss heartbeats before its
+	// executions are recovered by another (15s).
+	OwnerTTL time.Duration
+	// PollInterval paces heartbeats, recovery of dead owners, dispatch of
+	// work other processes queued, and live streams (1s).
+	PollInterval time.Duration
+	// StopTimeout is how long an interrupt waits for the executor to
+	// confirm it stopped (10s).
+	StopTimeout time.Duration
+	// Cooldown is how long a user interrupt holds back work that did not
+	// come from a user (60s).
+	Cooldown time.Duration
+	// FaultThreshold failed executions in a row create an execution-fault
+	// block (3).
+	FaultThreshold int
+	// TakeoverIdle is how long an attached surface must be idle before
+	// work from other origins runs without approval (30s).
+	TakeoverIdle time.Duration
+	// AttachTTL is how long one composer heartbeat keeps a surface
+	// attached (30s).
+	AttachTTL time.Duration
+	// EventRetention is how long events stay resumable (24h).
+	EventRetention time.Duration
+	Now            func() time.Time
+}
+
+func (o *Options) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&o.LeaseTTL, 30*time.Second)
+	def(&o.OwnerTTL, 15*time.Second)
+	def(&o.PollInterval, time.Second)
+	def(&o.StopTimeout, 10*time.Second)
+	def(&o.Cooldown, 60*time.Second)
+	def(&o.TakeoverIdle, 30*time.Second)
+	def(&o.AttachTTL, 30*time.Second)
+	def(&o.EventRetention, 24*time.Hour)
+	if o.FaultThreshold == 0 {
+		o.FaultThreshold = 3
+	}
+	if o.Door == "" {
+		o.Door = "http"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = desk.Now
+	}
+}
+
+// Service runs the execution model.
+type Service struct {
+	store desk.Store
+	home  layout.Home
+	opts  Options
+	log   *slog.Logger
+	hub   *hub
+	owner *desk.Owner
+	host  string
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu          sync.Mutex
+	dispatching map[string]bool     // surfaces with a dispatcher in this process
+	again       map[string]bool     // woken while dispatching: look once more
+	active      map[string]*running // executions this process runs
+	stops       map[string]*stopCall
+
+	journal atomic.Pointer[journalState]
+}
+
+// running is an execution this process is running.
+type running struct {
+	exe     *desk.Execution
+	cancel  context.CancelFunc
+	done    chan struct{}
+	stop    atomic.Bool // an interrupt asked it to stop
+	started atomic.Bool
+}
+
+type journalState struct{ err error }
+
+// New returns the service; Open starts it.
+func New(store desk.Store, home layout.Home, opts Options) *Service {
+	opts.defaults()
+	return &Service{
+		store: store, home: home, opts: opts, log: opts.Logger, hub: newHub(),
+		dispatching: map[string]bool{}, again: map[string]bool{}, active: map[string]*running{}, stops: map[string]*stopCall{},
+	}
+}
+
+// Open registers this process as an owner, recovers what dead owners left
+// behind, sweeps orphaned scratch, and starts the background loop. Call it
+// before serving requests.
+func (s *Service) Open(ctx context.Context) error {
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	host, err := hostIdentity()
+	if err != nil {
+		return err
+	}
+	now := s.opts.Now()
+	s.host = host
+	s.owner = &desk.Owner{ID: desk.NewID("own"), Host: host, PID: os.Getpid(), StartedAt: now, HeartbeatAt: now}
+	if err := s.store.RegisterOwner(ctx, s.owner); err != nil {
+		return fmt.Errorf("register owner: %w", err)
+	}
+	if err := s.recover(ctx); err != nil {
+		return fmt.Errorf("recover executions: %w", err)
+	}
+	if err := s.sweepScratch(ctx); err != nil {
+		return fmt.Errorf("sweep scratch: %w", err)
+	}
+	s.wg.Add(1)
+	go s.loop()
+	// Work that was queued while no desk ran.
+	s.dispatchQueued(ctx)
+	return nil
+}
+
+// Close stops new dispatch, interrupts this process's executions (they are
+// settled as interrupted, reason owner-stopping), waits for them, and marks
+// the owner stopped. No goroutine outlives it.
+func (s *Service) Close(ctx context.Context) error {
+	if s.cancel == nil {
+		return nil
+	}
+	s.mu.Lock()
+	for _, r := range s.active {
+		r.stop.Store(true)
+	}
+	s.mu.Unlock()
+	s.cancel()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("executions did not stop: %w", ctx.Err())
+	}
+	return s.store.StopOwner(context.Background(), s.owner.ID, s.opts.Now())
+}
+
+// OwnerID is this process's owner id.
+func (s *Service) OwnerID() string { return s.owner.ID }
+
+// Running reports whether an execution is still active anywhere; the
+// garbage collector keeps such an execution's scratch.
+func (s *Service) Running(ctx context.Context, executionID string) (bool, error) {
+	x, err := s.store.GetExecution(ctx, executionID)
+	if desk.IsCode(err, desk.ENOTFOUND) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return desk.PhaseActive(x.Phase), nil
+}
+
+// journalFailed reports a failure to write the execution journal; until a
+// write succeeds again, new work is refused rather than run unrecorded.
+func (s *Service) journalFailed() error {
+	if j := s.journal.Load(); j != nil && j.err != nil {
+		return desk.Errorf(desk.EUNAVAILABLE, "the execution journal cannot be written (%v); new work is refused until it recovers", j.err)
+	}
+	return nil
+}
+
+func (s *Service) journalResult(err error) {
+	if err != nil {
+		if j := s.journal.Load(); j == nil || j.err == nil {
+			s.log.Error("execution journal write failed; refusing new admissions", "err", err)
+		}
+		s.journal.Store(&journalState{err: err})
+		return
+	}
+	if j := s.journal.Load(); j != nil && j.err != nil {
+		s.log.Info("execution journal writes succeed again; admitting work")
+		s.journal.Store(nil)
+	}
+}
+
+// session returns the session if the caller may see it.
+func (s *Service) session(ctx context.Context, id string) (*desk.Session, error) {
+	p, ok := desk.PrincipalFrom(ctx)
+	if !ok {
+		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
+	}
+	x, err := s.store.GetSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !p.CanSeeActor(x.WorkspaceID, x.Actor) {
+		return nil, desk.Errorf(desk.ENOTFOUND, "session %s not found", id)
+	}
+	return x, nil
+}
+
+// origin stamps provenance from the caller. An agent actor's token makes
+// agent work; everything else that comes through the API is user work.
+func origin(ctx context.Context, x *desk.Session, surface string) desk.Origin {
+	p, _ := desk.PrincipalFrom(ctx)
+	o := desk.Origin{WorkspaceID: x.WorkspaceID, SessionID: x.ID, SurfaceID: surface, Actor: p.ActorID, Kind: desk.OriginUser}
+	if p.Admin {
+		o.Actor = desk.AdminActor
+	}
+	if p.ActorKind == desk.ActorAgent {
+		o.Kind = desk.OriginAgent
+	}
+	return o
+}
+
+func actorOf(ctx context.Context) string {
+	p, _ := desk.PrincipalFrom(ctx)
+	if p.Admin {
+		return desk.AdminActor
+	}
+	return p.ActorID
+}
+
+var kinds = map[string]int{
+	desk.QueueUserMessage:    desk.PriorityNormal,
+	desk.QueueInputAnswer:    desk.PriorityAnswer,
+	desk.QueueThreadFollowup: desk.PriorityNormal,
+	desk.QueueThreadReport:   desk.PriorityNormal,
+	desk.QueueReportRequest:  desk.PriorityNormal,
+	desk.QueueInitialHandler: desk.PriorityNormal,
+}
+
+// maxText bounds one message.
+const maxText = 1 << 20
+
+// Submit commits a queue row for the message before anything runs, then
+// wakes the surface's dispatcher.
+func (s *Service) Submit(ctx context.Context, sessionID string, in desk.SubmitInput) (*desk.SubmitResult, error) {
+	x, err := s.session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(in.Text) == "" {
+		return nil, desk.Errorf(desk.EINVALID, "text is required")
+	}
+	if len(in.Text) > maxText || !utf8.ValidString(in.Text) {
+		return nil, desk.Errorf(desk.EINVALID, "text must be valid UTF-8 of at most %d bytes", maxText)
+	}
+	switch in.Multitask {
+	case "":
+		in.Multitask = desk.MultitaskEnqueue
+	case desk.MultitaskEnqueue, desk.MultitaskReject, desk.MultitaskInterrupt:
+	default:
+		return nil, desk.Errorf(desk.EINVALID, "multitask %q must be enqueue, reject or interrupt", in.Multitask)
+	}
+	if in.Kind == "" {
+		in.Kind = desk.QueueUserMessage
+	}
+	prio, ok := kinds[in.Kind]
+	if !ok {
+		return nil, desk.Errorf(desk.EINVALID, "kind %q is not a queue item kind", in.Kind)
+	}
+	if len(in.IdempotencyKey) > 200 {
+		return nil, desk.Errorf(desk.EINVALID, "idempotency_key must be at most 200 bytes")
+	}
+	if x.Lifecycle == desk.SessionRetired {
+		return nil, desk.Errorf(desk.ECONFLICT, "session %s is retired; recall it before sending work", x.ID)
+	}
+	if err := s.journalFailed(); err != nil {
+		return nil, err
+	}
+	if s.opts.Executor == nil {
+		return nil, desk.Errorf(desk.ECONFLICT, "this desk has no executor to run work")
+	}
+	if s.opts.Available != nil {
+		if err := s.opts.Available(ctx, x); err != nil {
+			return nil, err
+		}
+	}
+	surface := in.Surface
+	if surface == "" {
+		surface = x.SurfaceID
+	}
+	if in.Channel == "" {
+		in.Channel = s.opts.Door
+	}
+	if in.ConversationID == "" {
+		in.ConversationID = x.ID
+	}
+	if in.Multitask == desk.MultitaskInterrupt {
+		prio = desk.PrioritySteered
+	}
+	o := origin(ctx, x, surface)
+	it := &desk.QueueItem{
+		ID: desk.NewID(desk.PrefixQueue), SurfaceID: surface, SessionID: x.ID, WorkspaceID: x.WorkspaceID,
+		Kind: in.Kind, Priority: prio, Origin: o, Text: in.Text, IdempotencyKey: in.IdempotencyKey,
+		Channel: in.Channel, ConversationID: in.ConversationID, CreatedAt: s.opts.Now(),
+	}
+	row, created, err := s.store.Enqueue(ctx, it, desk.EnqueueOptions{
+		RejectIfBusy: in.Multitask == desk.MultitaskReject,
+		UserWork:     o.Kind == desk.OriginUser,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &desk.SubmitResult{Item: row, Created: created, ExecutionID: row.ExecutionID}
+	if !created {
+		return res, nil
+	}
+	s.hub.notify()
+	s.archiveInbound(ctx, row)
+	if in.Multitask == desk.MultitaskInterrupt {
+		if cur, err := s.store.ActiveExecution(ctx, surface); err == nil && cur != nil {
+			if _, err := s.stop(ctx, cur, desk.Interruption{By: o.Actor, At: s.opts.Now(), Reason: "interrupted by a new message (multitask interrupt)"}, true); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if claimed := s.wake(surface); claimed != nil && claimed.ID == row.ID {
+		res.Item, res.ExecutionID = claimed, claimed.ExecutionID
+	}
+	return res, nil
+}
+
+func (s *Service) archiveInbound(ctx context.Context, q *desk.QueueItem) {
+	if s.opts.Archive == nil {
+		return
+	}
+	o := q.Origin
+	rec := &archive.MessageInbound{
+		Envelope:  archive.Envelope{At: q.CreatedAt, Channel: q.Channel, ConversationID: q.ConversationID, Origin: &o},
+		MessageID: q.ID, SenderID: q.Origin.Actor, ChatType: q.Kind, Text: q.Text,
+	}
+	if err := s.opts.Archive.Append(ctx, q.WorkspaceID, rec); err != nil {
+		s.log.Error("archive inbound message", "err", err, "queue_item", q.ID, "session_id", q.SessionID)
+	}
+}
+
+// Queue lists the session's queue rows; all includes finished ones.
+func (s *Service) Queue(ctx context.Context, sessionID string, all bool) ([]*desk.QueueItem, error) {
+	x, err := s.session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.ListQueue(ctx, x.ID, !all)
+}
+
+// QueueOp steers, cancels, moves or approves a row that is still queued.
+func (s *Service) QueueOp(ctx context.Context, sessionID, itemID string, op desk.QueueOp) (*desk.QueueItem, error) {
+	x, err := s.session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	q, err := s.store.GetQueueItem(ctx, itemID)
+	if err != nil || q.SessionID != x.ID {
+		return nil, desk.Errorf(desk.ENOTFOUND, "queue item %s not found in session %s", itemID, x.ID)
+	}
+	out, err := s.store.UpdateQueued(ctx, itemID, op)
+	if err != nil {
+		return nil, err
+	}
+	s.hub.notify()
+	if op == desk.QueueApprove || op == desk.QueueSteer || op == desk.QueueFront {
+		s.wake(out.SurfaceID)
+	}
+	return out, nil
+}
+
+// Resume releases a surface's hold (left by a block release) and
+// dispatches its queue.
+func (s *Service) Resume(ctx context.Context, sessionID, surfaceID string) (*desk.Surface, error) {
+	x, err := s.session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if surfaceID == "" {
+		surfaceID = x.SurfaceID
+	}
+	srf, err := s.surface(ctx, x, surfaceID)
+	if err != nil {
+		return nil, err
+	}
+	if srf, err = s.store.ResumeSurface(ctx, srf.ID); err != nil {
+		return nil, err
+	}
+	s.wake(srf.ID)
+	return srf, nil
+}
+
+func (s *Service) surface(ctx context.Context, x *desk.Session, id string) (*desk.Surface, error) {
+	srf, err := s.store.GetSurface(ctx, id)
+	if err != nil || srf.SessionID != x.ID {
+		return nil, desk.Errorf(desk.ENOTFOUND, "surface %s not found in session %s", id, x.ID)
+	}
+	return srf, nil
+}
+
+// Surfaces lists the session's surfaces.
+func (s *Service) Surfaces(ctx context.Context, sessionID string) ([]*desk.Surface, error) {
+	x, err := s.session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.ListSurfaces(ctx, x.ID)
+}
+
+// Attach records a composer heartbeat on a surface: while attached, work
+// from other origins waits until the surface is idle or the row approved.
+func (s *Service) Attach(ctx context.Context, sessionID, surfaceID string) (*desk.Surface, error) {
+	x, err := s.session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	srf, err := s.surface(ctx, x, surfaceID)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.AttachSurface(ctx, srf.ID, s.opts.Now().Add(s.opts.AttachTTL))
+}
+
+// Executions lists the session's executions, newest first.
+func (s *Service) Executions(ctx context.Context, sessionID string) ([]*desk.Execution, error) {
+	x, err := s.session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.ListExecutions(ctx, x.ID, 100)
+}
+
+// Execution returns one execution with its events.
+func (s *Service) Execution(ctx context.Context, id string) (*desk.Execution, error) {
+	x, err := s.store.GetExecution(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.session(ctx, x.SessionID); err != nil {
+		return nil, desk.Errorf(desk.ENOTFOUND, "execution %s not found", id)
+	}
+	es, err := s.store.ListEvents(ctx, desk.EventFilter{ExecutionID: id, Limit: 10000})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range es {
+		x.Events = append(x.Events, desk.ExecutionEvent{Seq: e.Seq, At: e.At, Type: e.Type, Data: e.Data})
+	}
+	return x, nil
+}
+
+// Blocks lists the session's admission blocks, newest first.
+func (s *Service) Blocks(ctx context.Context, sessionID string) ([]*desk.Block, error) {
+	x, err := s.session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.ListBlocks(ctx, x.ID, s.opts.Now())
+}
+
+// ReleaseBlock clears a block. It starts nothing: queued rows resume at the
+// next submit or an explicit resume.
+func (s *Service) ReleaseBlock(ctx context.Context, sessionID, blockID string) (*desk.Block, error) {
+	x, err := s.session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.store.GetBlock(ctx, blockID, s.opts.Now())
+	if err != nil || b.SessionID != x.ID {
+		return nil, desk.Errorf(desk.ENOTFOUND, "block %s not found in session %s", blockID, x.ID)
+	}
+	out, err := s.store.ReleaseBlock(ctx, blockID, actorOf(ctx), s.opts.Now())
+	if err == nil {
+		s.hub.notify()
+	}
+	return out, err
+}
+
+// SetLifecycle retires or recalls a session; identity and history stay.
+func (s *Service) SetLifecycle(ctx context.Context, sessionID, lifecycle string) (*desk.Session, error) {
+	x, err := s.session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if lifecycle == desk.SessionRetired {
+		srfs, err := s.store.ListSurfaces(ctx, x.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, srf := range srfs {
+			if cur, err := s.store.ActiveExecution(ctx, srf.ID); err != nil {
+				return nil, err
+			} else if cur != nil {
+				return nil, desk.Errorf(desk.ECONFLICT, "session %s has a running execution (%s); interrupt it before retiring", x.ID, cur.ID)
+			}
+		}
+	}
+	return s.store.UpdateSession(ctx, x.ID, desk.SessionUpdate{Lifecycle: &lifecycle})
+}

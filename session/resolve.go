@@ -1,0 +1,79 @@
+package session
+
+import (
+	"context"
+
+	"github.com/desk-runtime/desk"
+)
+
+// Resolve answers the follow-up resolution of the OpenAlice seed: a usable
+// session continues exactly; a known but unavailable one says why and keeps
+// its attributed origin; an unknown target in a known, active workspace
+// gets a new session labelled reconstructed (never presented as the
+// original author); anything else is unavailable.
+func (s *sessions) Resolve(ctx context.Context, t desk.ResolveTarget) (*desk.Resolution, error) {
+	if _, ok := desk.PrincipalFrom(ctx); !ok {
+		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
+	}
+	switch t.Kind {
+	case "session", "artifact", "workspace":
+	default:
+		return nil, desk.Errorf(desk.EINVALID, "target kind %q must be session, artifact or workspace", t.Kind)
+	}
+	if t.ID == "" {
+		return nil, desk.Errorf(desk.EINVALID, "target id is required")
+	}
+	var x *desk.Session
+	switch t.Kind {
+	case "session":
+		x, _ = visibleSession(ctx, s.store, t.ID)
+	case "artifact":
+		if a, err := s.store.GetArtifact(ctx, t.ID); err == nil {
+			x, _ = visibleSession(ctx, s.store, a.SessionID)
+		}
+	case "workspace":
+		t.WorkspaceID = t.ID
+	}
+	if x != nil {
+		o := x.Origin
+		res := &desk.Resolution{SessionID: x.ID, Signature: x.Signature, Origin: &o}
+		w, err := s.store.GetWorkspace(ctx, x.WorkspaceID)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case w.State == desk.WorkspacePurged || w.State == desk.WorkspacePurging:
+			res.Resolution, res.Reason = desk.ResolveUnavailable, "purged-workspace"
+		case w.State != desk.WorkspaceActive:
+			res.Resolution, res.Reason = desk.ResolveUnavailable, "departed-workspace"
+		case x.Lifecycle == desk.SessionRetired:
+			res.Resolution, res.Reason = desk.ResolveUnavailable, "retired-session"
+		default:
+			res.Resolution = desk.ResolveExact
+		}
+		return res, nil
+	}
+	if t.WorkspaceID == "" {
+		return &desk.Resolution{Resolution: desk.ResolveUnavailable, Reason: "unknown-target"}, nil
+	}
+	w, err := s.workspaces.GetWorkspace(ctx, t.WorkspaceID)
+	if err != nil {
+		return &desk.Resolution{Resolution: desk.ResolveUnavailable, Reason: "unknown-workspace"}, nil
+	}
+	switch w.State {
+	case desk.WorkspaceActive:
+	case desk.WorkspacePurged, desk.WorkspacePurging:
+		return &desk.Resolution{Resolution: desk.ResolveUnavailable, Reason: "purged-workspace"}, nil
+	default:
+		return &desk.Resolution{Resolution: desk.ResolveUnavailable, Reason: "departed-workspace"}, nil
+	}
+	title := "Reconstructed"
+	if t.Kind != "workspace" {
+		title = "Reconstructed for " + t.Kind + " " + t.ID
+	}
+	n, err := s.create(ctx, desk.SessionCreate{WorkspaceID: w.ID, Title: title}, t.Kind+":"+t.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &desk.Resolution{Resolution: desk.ResolveReconstructed, SessionID: n.ID, Signature: n.Signature}, nil
+}
