@@ -75,3 +75,18 @@ func PrincipalFrom(ctx context.Context) (Principal, bool) {
 // Now returns the current time truncated to microseconds in UTC, the
 // precision both stores keep, so values round-trip through either exactly.
 func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+type originKey struct{}
+
+// WithOrigin returns a context whose writes are attributed to o: the agent
+// stamps its tool calls' artifacts with the execution, surface and command
+// that made them. Only server code calls it; nothing a request carries can.
+func WithOrigin(ctx context.Context, o Origin) context.Context {
+	return context.WithValue(ctx, originKey{}, o)
+}
+
+// OriginFrom returns the origin set by WithOrigin, if any.
+func OriginFrom(ctx context.Context) (Origin, bool) {
+	o, ok := ctx.Value(originKey{}).(Origin)
+	return o, ok
+}

@@ -27,6 +27,8 @@ type SessionCreate struct {
 	WorkspaceID string
 	Actor       string // id or name; empty means the caller's own actor (or the owner, for admin)
 	Title       string
+	Model       string // empty: the server's default
+	Script      []byte // the script of a "script" session (JSON)
 }
 
 // SessionService owns sessions, their artifacts, their bindings to
@@ -153,6 +155,10 @@ type SubmitResult struct {
 	ExecutionID string     `json:"execution_id,omitempty"`
 	// Created is false when an idempotency key matched an earlier row.
 	Created bool `json:"created"`
+	// EventsAfter is an event id older than every event this submit
+	// caused: follow GET /v1/events with Last-Event-ID set to it to see the
+	// whole turn.
+	EventsAfter int64 `json:"events_after"`
 }
 
 // InterruptResult answers an interrupt.

@@ -22,6 +22,11 @@ type Session struct {
 	Lifecycle   string `json:"lifecycle"`
 	// SurfaceID is the session's orchestrator surface, created with it.
 	SurfaceID string `json:"surface_id"`
+	// Model is the session's model ("openai:gpt-4.1", "script", …); empty
+	// means the server's default (DESK_MODEL).
+	Model string `json:"model"`
+	// Script is the script of a "script" session; it is not shown.
+	Script []byte `json:"-"`
 	// ReconstructedFrom names the unavailable target a reconstructed
 	// session stands in for; such a session is never presented as the
 	// original author.

@@ -10,6 +10,9 @@ import "context"
 // contract names them; anything else is a machine failure.
 type Store interface {
 	ExecutionStore
+	AgentStore
+	FilesStore
+	TransferStore
 
 	// Workspaces.
 	CreateWorkspace(ctx context.Context, w *Workspace, owner *Actor) error

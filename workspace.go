@@ -20,6 +20,11 @@ type Workspace struct {
 	State     string    `json:"state"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// HostPaths are host directories the workspace's agents may use, seen
+	// at the same path in the guest; PrimaryRoot is the guest directory
+	// commands start in unless they name one (Wesclaw PrimaryRoot).
+	HostPaths   []HostPath `json:"host_paths,omitempty"`
+	PrimaryRoot string     `json:"primary_root,omitempty"`
 }
 
 // Actor kinds.

@@ -18,9 +18,12 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent"
+	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/applog"
 	"github.com/desk-runtime/desk/archive"
 	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/files"
 	"github.com/desk-runtime/desk/gc"
 	"github.com/desk-runtime/desk/httpapi"
 	"github.com/desk-runtime/desk/layout"
@@ -28,22 +31,41 @@ import (
 	"github.com/desk-runtime/desk/session"
 	"github.com/desk-runtime/desk/store/postgres"
 	"github.com/desk-runtime/desk/store/sqlite"
+	"github.com/desk-runtime/desk/transfer"
 	"github.com/desk-runtime/desk/workspace"
 )
 
 // Config is everything desk needs to start.
 type Config struct {
-	Home       string // DESK_HOME
-	Postgres   string // DSN; SQLite in Home when empty
-	AdminToken string // DESK_ADMIN_TOKEN; generated into Home when empty
+	Home     string // DESK_HOME
+	Postgres string // DSN; SQLite in Home when empty
+	// SQLiteSynchronous is "full" (default) or "normal"
+	// (DESK_SQLITE_SYNCHRONOUS); see sqlite.Options.
+	SQLiteSynchronous string
+	AdminToken        string // DESK_ADMIN_TOKEN; generated into Home when empty
 	// MaxArtifactBytes refuses larger artifacts; 0 means no limit.
 	MaxArtifactBytes int64
 	// ArchiveTZ names the time zone that decides an archive record's day
 	// (DESK_ARCHIVE_TZ); empty means UTC.
 	ArchiveTZ string
+	// ActorQuotaBytes bounds each actor's file area (DESK_ACTOR_QUOTA_BYTES);
+	// 0 means unlimited.
+	ActorQuotaBytes int64
+	// ImportMaxBytes bounds a workspace import, compressed and unpacked
+	// (DESK_IMPORT_MAX_BYTES); 0 means transfer.DefaultMaxImportBytes.
+	ImportMaxBytes int64
 	// Execution tunes the execution model (timeouts, the executor). Its
 	// Archive and Logger are filled in by Open.
 	Execution execution.Options
+	// Model is the server's default model (DESK_MODEL): openai:<model>,
+	// anthropic:<model>, openai-compatible:<base-url>#<model>; empty means
+	// none (sessions may still choose their own, e.g. script).
+	Model string
+	// Agent tunes the agent; its defaults are right for production.
+	Agent agent.Options
+	// WrapStore, when set, wraps the opened store; tests use it to inject
+	// faults.
+	WrapStore func(desk.Store) desk.Store
 	Logger    *slog.Logger
 	Version   string
 }
@@ -62,6 +84,9 @@ type App struct {
 	Logs       *applog.Service
 	Archive    *archive.Archive
 	Exec       *execution.Service
+	Agent      *agent.Agent
+	Files      *files.Service
+	Transfer   *transfer.Service
 	Handler    http.Handler
 	// Logger is desk's own logger: every record lands in the app log
 	// (redacted) and goes on to Config.Logger.
@@ -94,10 +119,13 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Postgres != "" {
 		store, err = postgres.Open(ctx, cfg.Postgres)
 	} else {
-		store, err = sqlite.Open(ctx, home.DB())
+		store, err = sqlite.OpenWith(ctx, home.DB(), sqlite.Options{Synchronous: cfg.SQLiteSynchronous})
 	}
 	if err != nil {
 		return nil, err
+	}
+	if cfg.WrapStore != nil {
+		store = cfg.WrapStore(store)
 	}
 	a := &App{Config: cfg, Home: home, Store: store, AdminToken: token}
 	// The app log takes every record desk logs, redacts it (the admin token
@@ -125,15 +153,41 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	a.Sessions = session.New(store, home, a.Workspaces)
 	a.Artifacts = session.NewArtifacts(store, home, session.ArtifactOptions{MaxBytes: cfg.MaxArtifactBytes})
 	a.Selection = selection.New(store, home, a.Workspaces)
+	ao := cfg.Agent
+	ao.DefaultModel, ao.Archive, ao.Logger = cfg.Model, a.Archive, a.Logger.With("component", "agent")
+	if ao.Providers == nil {
+		ps := &agent.Providers{}
+		ao.Providers = ps.Get
+	}
+	if ao.Sandbox == nil {
+		if sb, err := sandbox.Detect(); err == nil {
+			ao.Sandbox = sb
+		} else {
+			a.Logger.Warn("no sandbox for commands: exec_command is unavailable except in full-access workspaces", "err", err)
+		}
+	}
+	a.Agent = agent.New(store, home, a.Artifacts, a.Selection, ao)
+	if m, err := a.Agent.DefaultModel(); m == "" {
+		a.Logger.Info("no default model: set DESK_MODEL (openai:<model>, anthropic:<model> or openai-compatible:<base-url>#<model>); script sessions still work")
+	} else if err != nil {
+		a.Logger.Warn("DESK_MODEL is not usable", "err", err)
+	}
 	eo := cfg.Execution
 	eo.Archive, eo.Logger = a.Archive, a.Logger.With("component", "execution")
+	// The agent is the executor, unless a test plugs in its own.
+	if eo.Executor == nil {
+		eo.Executor, eo.Available = a.Agent, a.Agent.Available
+	}
 	a.Exec = execution.New(store, home, eo)
+	a.Agent.SetSubmitter(a.Exec.Submit)
 	a.Collector = &gc.Collector{Store: store, Home: home, Running: a.Exec.Running}
 	session.SetBeforeDelete(a.Sessions, a.Exec.StopSession)
+	a.Files = files.New(store, home, a.Workspaces, a.Artifacts.(desk.ArtifactPaths), a.Collector, files.Options{QuotaBytes: cfg.ActorQuotaBytes})
+	a.Transfer = transfer.New(store, home, a.Workspaces, transfer.Options{MaxImportBytes: cfg.ImportMaxBytes})
 
 	// Recovery runs before the handler exists, so no request can observe a
 	// half-finished delete or install.
-	for _, r := range []any{a.Sessions, a.Artifacts} {
+	for _, r := range []any{a.Sessions, a.Artifacts, a.Transfer} {
 		if rc, ok := r.(recoverer); ok {
 			if err := rc.Recover(ctx); err != nil {
 				a.Archive.Close(ctx)
@@ -153,7 +207,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	}
 	api := &httpapi.Server{
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
-		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
+		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Files: a.Files, Transfer: a.Transfer, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		Logger: a.Logger.With("component", "http"), Version: cfg.Version,
 	}
 	a.Handler = api.Handler()
@@ -164,6 +218,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 // log, and releases the store.
 func (a *App) Close(ctx context.Context) error {
 	eerr := a.Exec.Close(ctx)
+	a.Agent.Close()
 	aerr := a.Archive.Close(ctx)
 	lerr := a.Logs.Close(ctx)
 	if err := a.Store.Close(); err != nil {

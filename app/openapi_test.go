@@ -17,6 +17,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/app/apptest"
 )
 
 // TestOpenAPIMatchesHandlers sends a request to every operation the served
@@ -25,7 +26,8 @@ import (
 // against the documented schema. A route missing from the router, a status
 // that drifted or a field the document does not know all fail here.
 func TestOpenAPIMatchesHandlers(t *testing.T) {
-	w := newWorldOn(t, app.Config{Execution: execution.Options{Executor: blockingExecutor(), StopTimeout: 5 * time.Second}})
+	// The real agent runs, on script sessions.
+	w := newWorldOn(t, app.Config{Execution: execution.Options{StopTimeout: 5 * time.Second}})
 	var doc map[string]any
 	w.Must(200, "GET", "/v1/openapi.json", nil, &doc)
 	if doc["openapi"] != "3.1.0" {
@@ -147,52 +149,100 @@ func asList(v any) []any {
 type fixtureSet struct {
 	ws, ses, art, grp, item, file string
 	srf, exe, q, blk, blkSes      string
+	apr, inp, pln                 string
 }
 
 func (w *world) fixtures(t *testing.T) fixtureSet {
+	slow := map[string]any{"steps": []map[string]any{{"text": "slow slow slow slow", "delay_ms": 60000}}}
 	var x desk.Session
-	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]string{"title": "fx"}, &x)
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"title": "fx", "model": "script", "script": slow}, &x)
 	a := w.put(x.ID, "fx.md", []byte("# v1\n"))
 	w.Must(200, "PUT", "/v1/sessions/"+x.ID+"/artifacts/"+a.ID+"/content", []byte("# v2\n"), nil)
 	var g desk.Group
 	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/groups", map[string]string{"name": "fx"}, &g)
 	var it desk.Item
 	w.Must(201, "POST", "/v1/groups/"+g.ID+"/items", map[string]string{"text": "hello"}, &it)
-	// A running execution (the executor blocks until interrupted) and a row
+	// A running execution (a script step streaming for a minute) and a row
 	// queued behind it; and, in a second session, a user-cooldown block.
 	var first, second desk.SubmitResult
 	w.Must(202, "POST", "/v1/sessions/"+x.ID+"/messages", map[string]string{"text": "first"}, &first)
 	w.Must(202, "POST", "/v1/sessions/"+x.ID+"/messages", map[string]string{"text": "second"}, &second)
 	var y desk.Session
-	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]string{"title": "fx2"}, &y)
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"title": "fx2", "model": "script", "script": slow}, &y)
 	var run desk.SubmitResult
 	w.Must(202, "POST", "/v1/sessions/"+y.ID+"/messages", map[string]string{"text": "to interrupt"}, &run)
+	waitFor(t, "the turn to be claimed", func() bool {
+		var q struct{ Items []desk.QueueItem }
+		w.Must(200, "GET", "/v1/sessions/"+y.ID+"/queue?all=true", nil, &q)
+		run.ExecutionID = q.Items[0].ExecutionID
+		return run.ExecutionID != ""
+	})
+	waitFor(t, "the turn to run", func() bool {
+		var e desk.Execution
+		w.Must(200, "GET", "/v1/executions/"+run.ExecutionID, nil, &e)
+		return e.Phase == desk.PhaseRunning
+	})
 	w.Must(200, "POST", "/v1/sessions/"+y.ID+"/executions/"+run.ExecutionID+"/interrupt", nil, nil)
 	var bs struct{ Blocks []desk.Block }
 	w.Must(200, "GET", "/v1/sessions/"+y.ID+"/blocks", nil, &bs)
 	if first.ExecutionID == "" || second.ExecutionID != "" || len(bs.Blocks) != 1 {
 		t.Fatalf("fixtures: first %+v second %+v blocks %+v", first, second, bs)
 	}
+	// An approval, an input request and a plan card, each from a script.
+	apr := w.scripted(t, map[string]any{"name": "exec_command", "arguments": map[string]any{"command": "echo hi"}}, "/approvals", "approvals")
+	inp := w.scripted(t, map[string]any{"name": "request_user_input", "arguments": map[string]any{"questions": []map[string]any{
+		{"question": "Which?", "options": []map[string]any{{"label": "a", "recommended": true}, {"label": "b"}}}}}}, "/input-requests", "input_requests")
+	pln := w.scripted(t, map[string]any{"name": "clarify", "arguments": map[string]any{"plan": map[string]any{"title": "Do it", "steps": []string{"one"}}}}, "", "")
 	return fixtureSet{ws: w.ws.ID, ses: x.ID, art: a.ID, grp: g.ID, item: it.ID, file: a.Path,
-		srf: x.SurfaceID, exe: first.ExecutionID, q: second.Item.ID, blk: bs.Blocks[0].ID, blkSes: y.ID}
+		srf: x.SurfaceID, exe: first.ExecutionID, q: second.Item.ID, blk: bs.Blocks[0].ID, blkSes: y.ID,
+		apr: apr, inp: inp, pln: pln}
 }
 
-// blockingExecutor starts every turn and then waits for an interrupt.
-func blockingExecutor() execution.Executor {
-	return execution.ExecutorFunc(func(ctx context.Context, t *execution.Turn) (*execution.Outcome, error) {
-		if err := t.Started(); err != nil {
-			return nil, err
+// scripted runs a script session whose one step makes the given tool call
+// and returns the id of what it left waiting: the first row of the list at
+// path (approvals, input requests), or the plan (from the events).
+func (w *world) scripted(t *testing.T, call map[string]any, path, key string) string {
+	t.Helper()
+	var x desk.Session
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"model": "script",
+		"script": map[string]any{"steps": []map[string]any{{"tool_calls": []any{call}}, {"text": "done"}}}}, &x)
+	w.Must(202, "POST", "/v1/sessions/"+x.ID+"/messages", map[string]string{"text": "go"}, nil)
+	id := ""
+	waitFor(t, "the scripted call to leave something waiting", func() bool {
+		if path == "" {
+			var ex struct{ Executions []desk.Execution }
+			w.Must(200, "GET", "/v1/sessions/"+x.ID+"/executions", nil, &ex)
+			if len(ex.Executions) == 0 {
+				return false
+			}
+			var e desk.Execution
+			w.Must(200, "GET", "/v1/executions/"+ex.Executions[0].ID, nil, &e)
+			for _, ev := range e.Events {
+				if ev.Type == "plan.proposed" {
+					var p desk.Plan
+					json.Unmarshal(ev.Data, &p)
+					id = p.ID
+					return true
+				}
+			}
+			return false
 		}
-		<-ctx.Done()
-		return nil, ctx.Err()
+		var m map[string][]map[string]any
+		w.Must(200, "GET", "/v1/sessions/"+x.ID+path, nil, &m)
+		if len(m[key]) > 0 {
+			id = m[key][0]["id"].(string)
+			return true
+		}
+		return false
 	})
+	return id
 }
 
 var actorSeq int
 
 func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (string, any) {
-	url := strings.NewReplacer("{ws}", f.ws, "{ses}", f.ses, "{art}", f.art, "{grp}", f.grp, "{item}", f.item,
-		"{srf}", f.srf, "{exe}", f.exe, "{q}", f.q, "{blk}", f.blk).Replace(p)
+	url := strings.NewReplacer("{ws}", f.ws, "{id}", f.ws, "{ses}", f.ses, "{art}", f.art, "{grp}", f.grp, "{item}", f.item,
+		"{srf}", f.srf, "{exe}", f.exe, "{q}", f.q, "{blk}", f.blk, "{apr}", f.apr, "{inp}", f.inp, "{pln}", f.pln).Replace(p)
 	if strings.Contains(p, "{blk}") || strings.HasSuffix(p, "/retire") || strings.HasSuffix(p, "/recall") {
 		// The block lives in the second fixture session.
 		url = strings.Replace(url, "/sessions/"+f.ses+"/", "/sessions/"+f.blkSes+"/", 1)
@@ -205,7 +255,14 @@ func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (st
 			case "name":
 				q = append(q, "name=new.md")
 			case "path":
-				q = append(q, "path="+f.file)
+				if isFileAPI(p) {
+					// The fixture artifact, as the owner's file area holds it.
+					q = append(q, "path=/sessions/"+f.ses+"/fx.md")
+				} else {
+					q = append(q, "path="+f.file)
+				}
+			case "prefix":
+				q = append(q, "prefix=/sessions/"+f.ses+"/")
 			default:
 				t.Fatalf("%s: no fixture for required query %v", name, m["name"])
 			}
@@ -219,6 +276,9 @@ func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (st
 		return url, nil
 	}
 	content := rb["content"].(map[string]any)
+	if name == "POST /v1/workspaces/import" {
+		return url, exportFixture(t)
+	}
 	if _, ok := content["application/octet-stream"]; ok {
 		return url, []byte("# bytes\n")
 	}
@@ -245,11 +305,42 @@ func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (st
 		return url, map[string]string{}
 	case "ResolveRequest":
 		return url, map[string]any{"target": map[string]string{"kind": "session", "id": f.ses}}
+	case "ApprovalDecision":
+		return url, map[string]string{"decision": "approve"}
+	case "InputAnswer":
+		return url, map[string]any{"answers": map[string]string{"q1": "b"}}
+	case "PlanDecision":
+		if strings.HasSuffix(p, "/revise") {
+			return url, map[string]string{"notes": "shorter"}
+		}
+		return url, map[string]string{}
+	case "Focus":
+		return url, map[string]string{"url": "https://example.com", "title": "Example"}
+	case "AgentSettingsPatch":
+		return url, map[string]any{"blocking_input": false}
 	case "LogSeen":
 		return url, map[string]int{"seq": 0}
 	case "PressureRequest":
 		return url, map[string]string{"level": "soft"}
+	case "WorkspacePatch":
+		return url, map[string]string{"primary_root": "/artifacts"}
 	}
 	t.Fatalf("%s: no fixture body for %s", name, ref)
 	return "", nil
+}
+
+// isFileAPI reports whether a route is one of the actor file area's, whose
+// path parameter is relative to the area.
+func isFileAPI(p string) bool {
+	return strings.HasPrefix(p, "/cells/") || p == "/v1/workspaces/{ws}/file" || p == "/v1/workspaces/{ws}/upload"
+}
+
+// exportFixture is an export of a fresh workspace on another server, so
+// importing it here does not collide with an existing id.
+func exportFixture(t *testing.T) []byte {
+	e := apptest.Start(t, app.Config{})
+	var ws desk.Workspace
+	e.Must(201, "POST", "/v1/workspaces", map[string]string{"name": "exported"}, &ws)
+	r := e.Must(200, "GET", "/v1/workspaces/"+ws.ID+"/export", nil, nil)
+	return r.Body
 }

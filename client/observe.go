@@ -60,12 +60,12 @@ type Event struct {
 // Stream follows a server-sent event stream at path, calling fn for each
 // event. When the connection drops it reconnects with Last-Event-ID, so fn
 // sees every event once, until ctx ends or fn returns an error. lastID is
-// where to start (0: from now).
+// the id to resume after, or -1 to start from now.
 func (c *Client) Stream(ctx context.Context, path string, lastID int64, fn func(Event) error) error {
 	backoff := 250 * time.Millisecond
 	for {
 		h := http.Header{}
-		if lastID > 0 {
+		if lastID >= 0 {
 			h.Set("Last-Event-ID", strconv.FormatInt(lastID, 10))
 		}
 		resp, err := c.send(ctx, request{method: "GET", path: path, header: h})

@@ -18,6 +18,14 @@ import (
 // work. The first claim happens in the caller's goroutine, so a submit to an
 // idle surface can answer with the execution that took its row.
 func (s *Service) wake(surfaceID string) *desk.QueueItem {
+	return s.wakeWith(surfaceID, true)
+}
+
+// wakeAsync is wake without the first claim in the caller's goroutine, for
+// callers that wake many surfaces at once (startup, the sweep).
+func (s *Service) wakeAsync(surfaceID string) { s.wakeWith(surfaceID, false) }
+
+func (s *Service) wakeWith(surfaceID string, claimNow bool) *desk.QueueItem {
 	if s.ctx == nil || s.ctx.Err() != nil {
 		return nil
 	}
@@ -30,9 +38,16 @@ func (s *Service) wake(surfaceID string) *desk.QueueItem {
 	s.dispatching[surfaceID] = true
 	s.wg.Add(1)
 	s.mu.Unlock()
-	item, exe := s.claim(surfaceID)
+	var item *desk.QueueItem
+	var exe *desk.Execution
+	if claimNow {
+		item, exe = s.claim(surfaceID)
+	}
 	go func() {
 		defer s.wg.Done()
+		if !claimNow {
+			item, exe = s.claim(surfaceID)
+		}
 		s.dispatchLoop(surfaceID, item, exe)
 	}()
 	return item
@@ -62,7 +77,7 @@ func (s *Service) dispatchLoop(surfaceID string, item *desk.QueueItem, exe *desk
 // claim takes the surface's next admissible row with a starting
 // execution, or nothing.
 func (s *Service) claim(surfaceID string) (*desk.QueueItem, *desk.Execution) {
-	if s.ctx.Err() != nil || s.journalFailed() != nil {
+	if s.ctx.Err() != nil || s.journalFailed() != nil || s.opts.Executor == nil {
 		return nil, nil
 	}
 	now := s.opts.Now()
@@ -71,7 +86,9 @@ func (s *Service) claim(surfaceID string) (*desk.QueueItem, *desk.Execution) {
 		Now: now, LeaseUntil: now.Add(s.opts.LeaseTTL), TakeoverIdle: s.opts.TakeoverIdle,
 	})
 	if err != nil {
-		if s.ctx.Err() == nil {
+		// A surface that vanished (its session was deleted) is no journal
+		// failure; a database that cannot be written is.
+		if s.ctx.Err() == nil && desk.ErrorCode(err) == desk.EINTERNAL {
 			s.journalResult(err)
 		}
 		return nil, nil
@@ -179,15 +196,14 @@ func (s *Service) markRunning(r *running) error {
 	if r.stop.Load() {
 		return desk.Errorf(desk.ECONFLICT, "execution %s is stopping", r.exe.ID)
 	}
-	x, err := s.store.MarkRunning(s.ctx, r.exe.ID, s.owner.ID, s.opts.Now())
+	_, err := s.store.MarkRunning(s.ctx, r.exe.ID, s.owner.ID, s.opts.Now())
 	if err != nil {
-		if !desk.IsCode(err, desk.ECONFLICT) {
+		if desk.ErrorCode(err) == desk.EINTERNAL {
 			s.journalResult(err)
 		}
 		return err
 	}
 	r.started.Store(true)
-	r.exe = x
 	s.hub.notify()
 	return nil
 }
@@ -253,7 +269,13 @@ func (s *Service) settle(log interface {
 		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
 	}
 	s.hub.notify()
-	s.archiveSettled(x, item, out)
+	// The ledger record is durable when its append returns; the next turn
+	// of the surface need not wait for that fsync.
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.archiveSettled(x, item, out)
+	}()
 }
 
 func (s *Service) archiveSettled(x *desk.Execution, q *desk.QueueItem, out *Outcome) {

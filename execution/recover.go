@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -65,28 +66,58 @@ func (s *Service) recover(ctx context.Context) error {
 		return err
 	}
 	now := s.opts.Now()
-	recovered := 0
+	var dead []*desk.Execution
 	for _, x := range active {
-		o := byID[x.Owner]
-		if o != nil && !s.dead(o, now) {
-			continue
+		if o := byID[x.Owner]; o == nil || s.dead(o, now) {
+			dead = append(dead, x)
 		}
-		req := desk.SettleRequest{ExecutionID: x.ID, Owner: x.Owner, Phase: desk.PhaseInterrupted, Reason: "owner-restarted",
-			ItemStatus: desk.QueueStatusDelivered, Now: now}
-		if x.Phase == desk.PhaseStarting {
-			req.Requeue = true
-		}
-		if _, _, err := s.store.Settle(ctx, req); err != nil && !desk.IsCode(err, desk.ECONFLICT) {
-			return err
-		}
-		recovered++
-		_ = os.RemoveAll(s.home.Abs(x.WorkspaceID, layout.ScratchRel(x.ID)))
-		s.log.Warn("recovered an execution of a dead desk process", "execution_id", x.ID, "session_id", x.SessionID,
-			"phase", x.Phase, "requeued", req.Requeue, "owner", x.Owner)
 	}
+	// Settle them side by side: the store commits concurrent settles
+	// together, so a thousand take a few commits, not a thousand.
+	work := make(chan *desk.Execution)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for range min(32, len(dead)) {
+		wg.Go(func() {
+			for x := range work {
+				if err := s.recoverOne(ctx, x, now); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		})
+	}
+	for _, x := range dead {
+		work <- x
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+	}
+	recovered := len(dead)
 	if recovered > 0 {
 		s.hub.notify()
 	}
+	return nil
+}
+
+func (s *Service) recoverOne(ctx context.Context, x *desk.Execution, now time.Time) error {
+	req := desk.SettleRequest{ExecutionID: x.ID, Owner: x.Owner, Phase: desk.PhaseInterrupted, Reason: "owner-restarted",
+		ItemStatus: desk.QueueStatusDelivered, Now: now}
+	if x.Phase == desk.PhaseStarting {
+		req.Requeue = true
+	}
+	if _, _, err := s.store.Settle(ctx, req); err != nil && !desk.IsCode(err, desk.ECONFLICT) {
+		return err
+	}
+	_ = os.RemoveAll(s.home.Abs(x.WorkspaceID, layout.ScratchRel(x.ID)))
+	s.log.Warn("recovered an execution of a dead desk process", "execution_id", x.ID, "session_id", x.SessionID,
+		"phase", x.Phase, "requeued", req.Requeue, "owner", x.Owner)
 	return nil
 }
 
@@ -191,6 +222,6 @@ func (s *Service) dispatchQueued(ctx context.Context) {
 		return
 	}
 	for _, id := range ids {
-		s.wake(id)
+		s.wakeAsync(id)
 	}
 }

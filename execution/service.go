@@ -338,6 +338,10 @@ func (s *Service) Submit(ctx context.Context, sessionID string, in desk.SubmitIn
 		prio = desk.PrioritySteered
 	}
 	o := origin(ctx, x, surface)
+	_, before, err := s.store.EventBounds(ctx)
+	if err != nil {
+		return nil, err
+	}
 	it := &desk.QueueItem{
 		ID: desk.NewID(desk.PrefixQueue), SurfaceID: surface, SessionID: x.ID, WorkspaceID: x.WorkspaceID,
 		Kind: in.Kind, Priority: prio, Origin: o, Text: in.Text, IdempotencyKey: in.IdempotencyKey,
@@ -350,7 +354,7 @@ func (s *Service) Submit(ctx context.Context, sessionID string, in desk.SubmitIn
 	if err != nil {
 		return nil, err
 	}
-	res := &desk.SubmitResult{Item: row, Created: created, ExecutionID: row.ExecutionID}
+	res := &desk.SubmitResult{Item: row, Created: created, ExecutionID: row.ExecutionID, EventsAfter: before}
 	if !created {
 		return res, nil
 	}

@@ -35,7 +35,7 @@ func executionRoutes() []route {
 			Body: "MessageSubmit", Resp: "SubmitResult", Status: 202, handle: (*Server).submit},
 		{Method: "GET", Path: "/v1/sessions/{ses}/queue", Tag: "execution", Summary: "The session's queue in dispatch order (queued and dispatching rows; all=true adds finished ones).",
 			Query: []param{{Name: "all", Type: "boolean", Doc: "include delivered, failed and cancelled rows"}},
-			Resp: "QueueList", Status: 200, handle: (*Server).queue},
+			Resp:  "QueueList", Status: 200, handle: (*Server).queue},
 		{Method: "POST", Path: "/v1/sessions/{ses}/queue/{q}/steer", Tag: "execution", Summary: "Deliver this queued row next (409 once claimed).",
 			Resp: "QueueItem", Status: 200, handle: (*Server).queueSteer},
 		{Method: "POST", Path: "/v1/sessions/{ses}/queue/{q}/cancel", Tag: "execution", Summary: "Cancel a row before it is claimed (409 after).",

@@ -96,14 +96,16 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in struct {
-		Actor string `json:"actor"`
-		Title string `json:"title"`
+		Actor  string          `json:"actor"`
+		Title  string          `json:"title"`
+		Model  string          `json:"model"`
+		Script json.RawMessage `json:"script"`
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	x, err := s.Sessions.Create(r.Context(), desk.SessionCreate{WorkspaceID: id, Actor: in.Actor, Title: in.Title})
+	x, err := s.Sessions.Create(r.Context(), desk.SessionCreate{WorkspaceID: id, Actor: in.Actor, Title: in.Title, Model: in.Model, Script: in.Script})
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ var pathParam = regexp.MustCompile(`\{([a-z_]+)\}`)
 // paramDocs describes path parameters by name.
 var paramDocs = map[string]string{
 	"ws":   "workspace id (ws_…)",
+	"id":   "cell id: the workspace id (ws_…), as the Wesclaw routes name it",
 	"ses":  "session id (ses_…)",
 	"art":  "artifact id (art_…)",
 	"grp":  "selection group id (grp_…)",
@@ -33,6 +34,9 @@ var paramDocs = map[string]string{
 	"q":    "queue item id (q_…)",
 	"srf":  "surface id (srf_…)",
 	"blk":  "block id (blk_…)",
+	"apr":  "approval id (apr_…)",
+	"inp":  "input request id (inp_…)",
+	"pln":  "plan id (pln_…)",
 }
 
 // OpenAPI builds the OpenAPI 3.1 document of every route in the table.

@@ -47,7 +47,7 @@ func (s *Server) routes() []route {
 	for _, part := range [][]route{
 		systemRoutes(), workspaceRoutes(), sessionRoutes(), artifactRoutes(),
 		groupRoutes(), guestRoutes(), archiveRoutes(), logRoutes(), adminRoutes(),
-		executionRoutes(),
+		executionRoutes(), agentRoutes(), filesRoutes(), transferRoutes(),
 	} {
 		all = append(all, part...)
 	}

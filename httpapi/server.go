@@ -32,6 +32,10 @@ type Server struct {
 	Selection  desk.SelectionService
 	Reclaimer  Reclaimer
 	Exec       Executions
+	Agent      Agent
+	AgentStore AgentStore
+	Files      desk.FileService
+	Transfer   desk.TransferService
 	Logs       AppLogs
 	Archive    Archive
 	LogQuery   LogQuery

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"os"
+	"strings"
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/atomicfile"
@@ -16,6 +17,9 @@ type View struct {
 	Session   *desk.Session
 	GroupIDs  []string
 	Execution string // empty outside an execution: no /scratch
+	// HostPaths are the workspace's declared host directories, mounted at
+	// their own path, read-only unless declared "rw" (Wesclaw HostPaths).
+	HostPaths []desk.HostPath
 }
 
 // Mounts returns the guest mounts of a view (DESIGN "What an agent sees").
@@ -34,7 +38,58 @@ func Mounts(home layout.Home, v View) []fsjail.Mount {
 	if v.Execution != "" {
 		m = append(m, fsjail.Mount{Guest: "/scratch", Host: home.Abs(ws, layout.ScratchRel(v.Execution))})
 	}
+	// desk only checks a host path's boundary (INV-IO-07): the jail refuses
+	// everything outside it and writes to a read-only one; the directory
+	// itself is never created or changed here.
+	for _, hp := range v.HostPaths {
+		m = append(m, fsjail.Mount{Guest: hp.Path, Host: hp.Path, ReadOnly: hp.Mode != desk.HostPathRW})
+	}
 	return m
+}
+
+// Guest directories of the working-directory rule.
+const (
+	guestArtifacts = "/artifacts"
+	guestScratch   = "/scratch"
+)
+
+// PrimaryRoot is the guest directory a workspace names as its agents' main
+// working context: the declared primary_root, else the first host path
+// (Wesclaw: explicit > AllowPaths[0]), else "" (none declared). The seed's
+// last fallback, the artifact directory, is the last step of WorkDir
+// instead, so that scratch keeps its place before it (INV-IO-03).
+func PrimaryRoot(w *desk.Workspace) string {
+	if w == nil {
+		return ""
+	}
+	if w.PrimaryRoot != "" {
+		return w.PrimaryRoot
+	}
+	if len(w.HostPaths) > 0 {
+		return w.HostPaths[0].Path
+	}
+	return ""
+}
+
+// WorkDir resolves a command's guest working directory (Wesclaw INV-IO-03):
+// the explicit cwd, else the primary root, else the execution's scratch,
+// else the session's artifact directory. A relative explicit cwd is taken
+// relative to the directory the rule would choose without it. The answer
+// always resolves in j; an explicit cwd outside the guest file system is
+// the caller's error (EFORBIDDEN or EINVALID), never silently replaced.
+func WorkDir(j *fsjail.Jail, w *desk.Workspace, v View, explicit string) (string, error) {
+	scratch := ""
+	if v.Execution != "" {
+		scratch = guestScratch
+	}
+	if explicit != "" && !strings.HasPrefix(explicit, "/") {
+		base, err := j.WorkDir("", PrimaryRoot(w), scratch, guestArtifacts)
+		if err != nil {
+			return "", err
+		}
+		explicit = base + "/" + explicit
+	}
+	return j.WorkDir(explicit, PrimaryRoot(w), scratch, guestArtifacts)
 }
 
 func (s *sessions) jail(ctx context.Context, sessionID string) (*fsjail.Jail, error) {
@@ -46,7 +101,11 @@ func (s *sessions) jail(ctx context.Context, sessionID string) (*fsjail.Jail, er
 	if err != nil {
 		return nil, err
 	}
-	v := View{Session: x}
+	w, err := s.store.GetWorkspace(ctx, x.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	v := View{Session: x, HostPaths: w.HostPaths}
 	for _, g := range groups {
 		v.GroupIDs = append(v.GroupIDs, g.ID)
 	}

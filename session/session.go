@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent/provider"
+	"github.com/desk-runtime/desk/agent/provider/script"
 	"github.com/desk-runtime/desk/layout"
 )
 
@@ -63,6 +65,10 @@ func visibleSession(ctx context.Context, store desk.Store, id string) (*desk.Ses
 // originOf stamps provenance from the authenticated caller. Request bodies
 // never reach it.
 func originOf(ctx context.Context, x *desk.Session) desk.Origin {
+	if o, ok := desk.OriginFrom(ctx); ok {
+		o.WorkspaceID, o.SessionID = x.WorkspaceID, x.ID
+		return o
+	}
 	p, _ := desk.PrincipalFrom(ctx)
 	o := desk.Origin{WorkspaceID: x.WorkspaceID, SessionID: x.ID, Actor: p.ActorID, Kind: desk.OriginUser}
 	if p.Admin {
@@ -102,6 +108,9 @@ func (s *sessions) create(ctx context.Context, in desk.SessionCreate, reconstruc
 	if err := validTitle(in.Title); err != nil {
 		return nil, err
 	}
+	if err := validModel(in.Model, in.Script); err != nil {
+		return nil, err
+	}
 	var actor *desk.Actor
 	switch {
 	case in.Actor == "" && p.Admin:
@@ -124,7 +133,7 @@ func (s *sessions) create(ctx context.Context, in desk.SessionCreate, reconstruc
 	x := &desk.Session{
 		ID: desk.NewID(desk.PrefixSession), Signature: desk.NewSignature(), WorkspaceID: w.ID, Actor: actor.ID,
 		Title: strings.TrimSpace(in.Title), Lifecycle: desk.SessionActive, CreatedAt: now, UpdatedAt: now,
-		ReconstructedFrom: reconstructedFrom,
+		ReconstructedFrom: reconstructedFrom, Model: in.Model, Script: in.Script,
 	}
 	x.Origin = originOf(ctx, x)
 	// The artifact directory exists from birth so /artifacts is always
@@ -250,4 +259,30 @@ func (s *sessions) Bindings(ctx context.Context, sessionID string) ([]*desk.Grou
 		return nil, err
 	}
 	return s.store.ListBindings(ctx, x.ID)
+}
+
+// validModel checks a session's model reference and, for the script model,
+// its script, so a session never exists with a model it cannot use.
+func validModel(model string, scr []byte) error {
+	if model == "" {
+		if len(scr) > 0 {
+			return desk.Errorf(desk.EINVALID, `a script needs "model": "script"`)
+		}
+		return nil
+	}
+	spec, err := provider.ParseSpec(model)
+	if err != nil {
+		return desk.Errorf(desk.EINVALID, "%v", err)
+	}
+	if spec.Provider == "script" {
+		if len(scr) == 0 {
+			return desk.Errorf(desk.EINVALID, `the script model needs a "script": {"steps": [...]}`)
+		}
+		if _, err := script.Parse(scr); err != nil {
+			return desk.Errorf(desk.EINVALID, "%v", err)
+		}
+	} else if len(scr) > 0 {
+		return desk.Errorf(desk.EINVALID, "only the script model takes a script")
+	}
+	return nil
 }

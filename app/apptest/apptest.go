@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/desk-runtime/desk/app"
 )
@@ -163,4 +164,54 @@ func (e *Env) Must(want int, method, path string, body, out any) *Response {
 		r.Decode(e.T, out)
 	}
 	return r
+}
+
+// Client speaks raw HTTP to a desk server at BaseURL, for tests whose
+// server is not an Env (a child process).
+type Client struct {
+	BaseURL, Token string
+}
+
+// Try sends a request and decodes a JSON answer into out; err is set only
+// when no answer arrived (the server is down).
+func (c *Client) Try(method, path string, body, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		j, err := json.Marshal(body)
+		if err != nil {
+			return 0, err
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, c.BaseURL+path, rd)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	req.Header.Set("Content-Type", "application/json")
+	cl := &http.Client{Timeout: 10 * time.Second}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(b, out); err != nil {
+			return resp.StatusCode, err
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// Must is Try that fails the test unless the status is want.
+func (c *Client) Must(t testing.TB, want int, method, path string, body, out any) {
+	t.Helper()
+	st, err := c.Try(method, path, body, out)
+	if err != nil || st != want {
+		t.Fatalf("%s %s = %d %v; want %d", method, path, st, err, want)
+	}
 }

@@ -25,6 +25,13 @@ func addClientCommands(root *cobra.Command, g *globals) {
 		healthCmd(g),
 		logsCmd(g),
 		archiveCmd(g),
+		sendCmd(g),
+		queueCmd(g),
+		interruptCmd(g),
+		blocksCmd(g),
+		executionsCmd(g),
+		eventsCmd(g),
+		filesCmd(g),
 	)
 }
 

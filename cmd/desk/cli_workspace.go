@@ -73,6 +73,7 @@ func workspaceCmd(g *globals) *cobra.Command {
 			},
 		},
 	)
+	cmd.AddCommand(workspaceTransferCmds(g)...)
 	return cmd
 }
 

@@ -19,7 +19,7 @@ import (
 
 func serveCmd(g *globals) *cobra.Command {
 	var addr, pg string
-	var maxArtifact int64
+	var maxArtifact, actorQuota, importMax int64
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the desk server in the foreground",
@@ -33,13 +33,19 @@ DESK_ADMIN_TOKEN, or is generated once into DESK_HOME/admin.token (mode 0600).`,
 			home := firstNonEmpty(g.home, os.Getenv("DESK_HOME"), defaultHome())
 			addr = firstNonEmpty(addr, os.Getenv("DESK_ADDR"), defaultAddr)
 			pg = firstNonEmpty(pg, os.Getenv("DESK_POSTGRES"))
-			if maxArtifact == 0 {
-				if v := os.Getenv("DESK_MAX_ARTIFACT_BYTES"); v != "" {
+			for _, lim := range []struct {
+				v   *int64
+				env string
+			}{{&maxArtifact, "DESK_MAX_ARTIFACT_BYTES"}, {&actorQuota, "DESK_ACTOR_QUOTA_BYTES"}, {&importMax, "DESK_IMPORT_MAX_BYTES"}} {
+				if *lim.v != 0 {
+					continue
+				}
+				if v := os.Getenv(lim.env); v != "" {
 					n, err := strconv.ParseInt(v, 10, 64)
 					if err != nil || n < 0 {
-						return &usageError{fmt.Errorf("DESK_MAX_ARTIFACT_BYTES=%q must be a non-negative integer", v)}
+						return &usageError{fmt.Errorf("%s=%q must be a non-negative integer", lim.env, v)}
 					}
-					maxArtifact = n
+					*lim.v = n
 				}
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
@@ -48,7 +54,8 @@ DESK_ADMIN_TOKEN, or is generated once into DESK_HOME/admin.token (mode 0600).`,
 			defer stop()
 			a, err := app.Open(ctx, app.Config{
 				Home: home, Postgres: pg, AdminToken: os.Getenv("DESK_ADMIN_TOKEN"),
-				MaxArtifactBytes: maxArtifact, ArchiveTZ: os.Getenv("DESK_ARCHIVE_TZ"), Logger: log, Version: buildVersion(),
+				MaxArtifactBytes: maxArtifact, ActorQuotaBytes: actorQuota, ImportMaxBytes: importMax, ArchiveTZ: os.Getenv("DESK_ARCHIVE_TZ"),
+				SQLiteSynchronous: os.Getenv("DESK_SQLITE_SYNCHRONOUS"), Logger: log, Version: buildVersion(),
 			})
 			if err != nil {
 				return err
@@ -83,6 +90,8 @@ DESK_ADMIN_TOKEN, or is generated once into DESK_HOME/admin.token (mode 0600).`,
 	cmd.Flags().StringVar(&addr, "addr", "", "listen address (env DESK_ADDR; default "+defaultAddr+")")
 	cmd.Flags().StringVar(&pg, "postgres", "", "Postgres DSN (env DESK_POSTGRES); SQLite in DESK_HOME when unset")
 	cmd.Flags().Int64Var(&maxArtifact, "max-artifact-bytes", 0, "refuse artifacts larger than this (env DESK_MAX_ARTIFACT_BYTES; 0 = no limit)")
+	cmd.Flags().Int64Var(&actorQuota, "actor-quota-bytes", 0, "bound each actor's file area (env DESK_ACTOR_QUOTA_BYTES; 0 = unlimited)")
+	cmd.Flags().Int64Var(&importMax, "import-max-bytes", 0, "refuse workspace imports larger than this, compressed or unpacked (env DESK_IMPORT_MAX_BYTES; 0 = 64 GiB)")
 	return cmd
 }
 

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/pressly/goose/v3"
 	"modernc.org/sqlite"
@@ -26,8 +27,30 @@ import (
 // _txlock=immediate takes the write lock at BEGIN so two transactions never
 // deadlock upgrading a read lock.
 func Open(ctx context.Context, path string) (*sqlstore.DB, error) {
+	return OpenWith(ctx, path, Options{})
+}
+
+// Options tune the SQLite store.
+type Options struct {
+	// Synchronous is "full" (the default: every commit is fsynced and
+	// survives power loss) or "normal" (commits survive a crash of desk or
+	// of the machine's processes, but the last ones may be lost on power
+	// loss; several times the write throughput).
+	Synchronous string
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, path string, o Options) (*sqlstore.DB, error) {
+	sync := "FULL"
+	switch strings.ToLower(o.Synchronous) {
+	case "", "full":
+	case "normal":
+		sync = "NORMAL"
+	default:
+		return nil, fmt.Errorf("sqlite synchronous %q must be full or normal", o.Synchronous)
+	}
 	q := url.Values{}
-	for _, p := range []string{"busy_timeout(30000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(FULL)"} {
+	for _, p := range []string{"busy_timeout(30000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(" + sync + ")"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
@@ -39,9 +62,14 @@ func Open(ctx context.Context, path string) (*sqlstore.DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
+	// Readers run in parallel under WAL; writes go through the store's one
+	// committer.
+	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(16)
 	s, err := sqlstore.Open(ctx, db, sqlstore.Dialect{
 		Goose:             goose.DialectSQLite3,
 		IsUniqueViolation: isUnique,
+		GroupCommit:       true,
 	})
 	if err != nil {
 		db.Close()

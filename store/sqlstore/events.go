@@ -33,22 +33,29 @@ func (s *DB) emit(ctx context.Context, tx *sql.Tx, at time.Time, es ...event) er
 	if len(es) == 0 {
 		return nil
 	}
+	// The counter row is locked from here to the commit, so this comes
+	// last in every transaction and writes all its events in one
+	// statement: the lock is held as briefly as possible.
 	first, err := s.nextSeqs(ctx, tx, len(es))
 	if err != nil {
 		return err
 	}
+	var b strings.Builder
+	b.WriteString(`INSERT INTO events (seq, at, type, workspace_id, session_id, surface_id, execution_id, actor_id, data) VALUES `)
+	args := make([]any, 0, 10*len(es))
 	for i, e := range es {
 		data, err := json.Marshal(e.data)
 		if err != nil {
 			return err
 		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO events (seq, at, type, workspace_id, session_id, surface_id, execution_id, actor_id, data)
-			VALUES (?, ?, ?, ?, ?, ?, ?, COALESCE((SELECT actor_id FROM sessions WHERE id = ?), ''), ?)`,
-			first+int64(i), micros(at), e.typ, e.workspace, e.session, e.surface, e.execute, e.session, string(data)); err != nil {
-			return err
+		if i > 0 {
+			b.WriteString(", ")
 		}
+		b.WriteString(`(?, ?, ?, ?, ?, ?, ?, COALESCE((SELECT actor_id FROM sessions WHERE id = ?), ''), ?)`)
+		args = append(args, first+int64(i), micros(at), e.typ, e.workspace, e.session, e.surface, e.execute, e.session, string(data))
 	}
-	return nil
+	_, err = s.exec(ctx, tx, b.String(), args...)
+	return err
 }
 
 func (s *DB) AppendEvents(ctx context.Context, es []*desk.Event) error {

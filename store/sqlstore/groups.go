@@ -142,8 +142,11 @@ func (s *DB) RemoveGroupItem(ctx context.Context, groupID, itemID string) error 
 }
 
 // unreachable is the reachability rule of PawWork §4: an item lives while a
-// group references it. Execution leases join this rule when executions exist.
-const unreachable = `NOT EXISTS (SELECT 1 FROM group_items gi WHERE gi.item_id = items.id)`
+// group references it or an active execution leases it. A lease of an
+// execution that is over (even one a crash left behind) holds nothing.
+const unreachable = `NOT EXISTS (SELECT 1 FROM group_items gi WHERE gi.item_id = items.id)
+	AND NOT EXISTS (SELECT 1 FROM item_leases l JOIN executions e ON e.id = l.execution_id
+		WHERE l.item_id = items.id AND e.phase IN ('starting', 'running', 'stopping'))`
 
 func (s *DB) ListUnreachableItems(ctx context.Context, workspaceID string) ([]*desk.Item, error) {
 	q := `SELECT ` + itemCols + ` FROM items WHERE ` + unreachable

@@ -8,14 +8,14 @@ import (
 	"github.com/desk-runtime/desk"
 )
 
-const sessionCols = `id, signature, workspace_id, actor_id, title, pinned, archived, unread, lifecycle, origin, deleting, created_at, updated_at, surface_id, reconstructed_from`
+const sessionCols = `id, signature, workspace_id, actor_id, title, pinned, archived, unread, lifecycle, origin, deleting, created_at, updated_at, surface_id, reconstructed_from, model`
 
 func scanSession(r interface{ Scan(...any) error }) (*desk.Session, error) {
 	var x desk.Session
 	var origin string
 	var c, u int64
 	if err := r.Scan(&x.ID, &x.Signature, &x.WorkspaceID, &x.Actor, &x.Title, &x.Pinned, &x.Archived,
-		&x.Unread, &x.Lifecycle, &origin, &x.Deleting, &c, &u, &x.SurfaceID, &x.ReconstructedFrom); err != nil {
+		&x.Unread, &x.Lifecycle, &origin, &x.Deleting, &c, &u, &x.SurfaceID, &x.ReconstructedFrom, &x.Model); err != nil {
 		return nil, err
 	}
 	o, err := decodeOrigin(origin)
@@ -33,9 +33,10 @@ func (s *DB) CreateSession(ctx context.Context, x *desk.Session) error {
 		x.SurfaceID = desk.NewID(desk.PrefixSurface)
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := s.exec(ctx, tx, `INSERT INTO sessions (`+sessionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := s.exec(ctx, tx, `INSERT INTO sessions (`+sessionCols+`, script) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			x.ID, x.Signature, x.WorkspaceID, x.Actor, x.Title, x.Pinned, x.Archived, x.Unread, x.Lifecycle,
-			encodeJSON(x.Origin), false, micros(x.CreatedAt), micros(x.UpdatedAt), x.SurfaceID, x.ReconstructedFrom)
+			encodeJSON(x.Origin), false, micros(x.CreatedAt), micros(x.UpdatedAt), x.SurfaceID, x.ReconstructedFrom,
+			x.Model, string(x.Script))
 		if err != nil {
 			return s.conflict(err, "session "+x.ID+" already exists")
 		}
@@ -82,7 +83,8 @@ func (s *DB) UpdateSession(ctx context.Context, id string, u desk.SessionUpdate)
 	set := []string{"updated_at = ?"}
 	args := []any{micros(desk.Now())}
 	if u.Title != nil {
-		set, args = append(set, "title = ?"), append(args, *u.Title)
+		// A person's rename stops automatic titling for good.
+		set, args = append(set, "title = ?", "title_source = 'manual'"), append(args, *u.Title)
 	}
 	if u.Pinned != nil {
 		set, args = append(set, "pinned = ?"), append(args, *u.Pinned)
@@ -123,6 +125,12 @@ func (s *DB) PurgeSession(ctx context.Context, id string) error {
 			`DELETE FROM artifacts WHERE session_id = ?`,
 			`DELETE FROM session_bindings WHERE session_id = ?`,
 			`DELETE FROM queue_items WHERE session_id = ?`,
+			`DELETE FROM messages WHERE session_id = ?`,
+			`DELETE FROM commands WHERE session_id = ?`,
+			`DELETE FROM approvals WHERE session_id = ?`,
+			`DELETE FROM input_requests WHERE session_id = ?`,
+			`DELETE FROM plans WHERE session_id = ?`,
+			`DELETE FROM item_leases WHERE execution_id IN (SELECT id FROM executions WHERE session_id = ?)`,
 			`DELETE FROM executions WHERE session_id = ?`,
 			`DELETE FROM blocks WHERE session_id = ?`,
 			`DELETE FROM surfaces WHERE session_id = ?`,

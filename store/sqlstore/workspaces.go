@@ -3,28 +3,44 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 
 	"github.com/desk-runtime/desk"
 )
 
-const workspaceCols = `id, name, state, created_at, updated_at`
+const workspaceCols = `id, name, state, created_at, updated_at, host_paths, primary_root`
 
 func scanWorkspace(r interface{ Scan(...any) error }) (*desk.Workspace, error) {
 	var w desk.Workspace
 	var c, u int64
-	if err := r.Scan(&w.ID, &w.Name, &w.State, &c, &u); err != nil {
+	var hp string
+	if err := r.Scan(&w.ID, &w.Name, &w.State, &c, &u, &hp, &w.PrimaryRoot); err != nil {
 		return nil, err
 	}
 	w.CreatedAt, w.UpdatedAt = fromMicros(c), fromMicros(u)
+	if hp != "" && hp != "[]" {
+		if err := json.Unmarshal([]byte(hp), &w.HostPaths); err != nil {
+			return nil, fmt.Errorf("decode host paths of workspace %s: %w", w.ID, err)
+		}
+	}
 	return &w, nil
+}
+
+// encodeHostPaths stores host paths as a JSON array; none is "[]".
+func encodeHostPaths(hp []desk.HostPath) string {
+	if len(hp) == 0 {
+		return "[]"
+	}
+	return encodeJSON(hp)
 }
 
 // CreateWorkspace inserts the workspace and its owner actor together, so a
 // workspace is never visible without the actor that admin requests act as.
 func (s *DB) CreateWorkspace(ctx context.Context, w *desk.Workspace, owner *desk.Actor) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := s.exec(ctx, tx, `INSERT INTO workspaces (`+workspaceCols+`) VALUES (?, ?, ?, ?, ?)`,
-			w.ID, w.Name, w.State, micros(w.CreatedAt), micros(w.UpdatedAt))
+		_, err := s.exec(ctx, tx, `INSERT INTO workspaces (`+workspaceCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			w.ID, w.Name, w.State, micros(w.CreatedAt), micros(w.UpdatedAt), encodeHostPaths(w.HostPaths), w.PrimaryRoot)
 		if err != nil {
 			return s.conflict(err, "workspace id "+w.ID+" is permanently reserved")
 		}
@@ -51,6 +67,19 @@ func (s *DB) ListWorkspaces(ctx context.Context) ([]*desk.Workspace, error) {
 		return nil, err
 	}
 	return collect(rows, scanWorkspace)
+}
+
+// UpdateWorkspacePaths replaces the workspace's host paths and primary root.
+func (s *DB) UpdateWorkspacePaths(ctx context.Context, id string, hostPaths []desk.HostPath, primaryRoot string) (*desk.Workspace, error) {
+	res, err := s.exec(ctx, s.db, `UPDATE workspaces SET host_paths = ?, primary_root = ?, updated_at = ? WHERE id = ?`,
+		encodeHostPaths(hostPaths), primaryRoot, micros(desk.Now()), id)
+	if err != nil {
+		return nil, err
+	}
+	if err := affected(res, "workspace", id); err != nil {
+		return nil, err
+	}
+	return s.GetWorkspace(ctx, id)
 }
 
 const actorCols = `id, workspace_id, name, kind, created_at`

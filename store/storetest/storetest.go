@@ -27,7 +27,11 @@ func Run(t *testing.T, open Opener) {
 	t.Run("ArtifactRevisionRace", func(t *testing.T) { testArtifactRace(t, open(t)) })
 	t.Run("Groups", func(t *testing.T) { testGroups(t, open(t)) })
 	t.Run("Bindings", func(t *testing.T) { testBindings(t, open(t)) })
+	t.Run("Execution", func(t *testing.T) { testExecution(t, open(t)) })
+	t.Run("ClaimRace", func(t *testing.T) { testClaimRace(t, open(t)) })
+	t.Run("Owners", func(t *testing.T) { testOwners(t, open(t)) })
 	t.Run("AppLog", func(t *testing.T) { testAppLog(t, open(t)) })
+	t.Run("Files", func(t *testing.T) { testFiles(t, open) })
 }
 
 var ctx = context.Background()

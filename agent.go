@@ -1,0 +1,227 @@
+package desk
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Transcript roles.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one message of a surface's transcript. Assistant messages
+// carry the tool calls they made; tool messages carry a call's result. The
+// world block an execution attaches to the latest user message is never
+// stored here.
+type Message struct {
+	ID          string          `json:"id"`
+	SessionID   string          `json:"session_id"`
+	SurfaceID   string          `json:"surface_id"`
+	ExecutionID string          `json:"execution_id,omitempty"`
+	Seq         int64           `json:"seq"`
+	Role        string          `json:"role"`
+	Text        string          `json:"text"`
+	ToolCalls   []MessageCall   `json:"tool_calls,omitempty"`
+	ToolCallID  string          `json:"tool_call_id,omitempty"`
+	ToolName    string          `json:"tool_name,omitempty"`
+	IsError     bool            `json:"is_error,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+	Commands    []*Command      `json:"commands,omitempty"` // filled when listing: the calls' records
+	Meta        json.RawMessage `json:"meta,omitempty"`
+}
+
+// MessageCall is one tool call of an assistant message.
+type MessageCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Command statuses (svvy's command records).
+const (
+	CommandRequested = "requested"
+	CommandWaiting   = "waiting"
+	CommandRunning   = "running"
+	CommandSucceeded = "succeeded"
+	CommandFailed    = "failed"
+	CommandDeclined  = "declined"
+	CommandCancelled = "cancelled"
+)
+
+// Command is the record of one tool call: what ran, where, what state it
+// reached, how long it took and its useful outcome.
+type Command struct {
+	ID          string          `json:"id"`
+	ExecutionID string          `json:"execution_id"`
+	SessionID   string          `json:"session_id"`
+	SurfaceID   string          `json:"surface_id"`
+	CallID      string          `json:"call_id"`
+	Tool        string          `json:"tool"`
+	Arguments   json.RawMessage `json:"arguments"`
+	Status      string          `json:"status"`
+	StartedAt   *time.Time      `json:"started_at,omitempty"`
+	FinishedAt  *time.Time      `json:"finished_at,omitempty"`
+	// Output is the bounded text output (a command's stdout and stderr, a
+	// fetch's text); the full output of big results is kept as an artifact.
+	Output    string          `json:"output,omitempty"`
+	Facts     json.RawMessage `json:"facts,omitempty"`
+	Artifacts []string        `json:"artifacts,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// Approval statuses.
+const (
+	ApprovalPending   = "pending"
+	ApprovalApproved  = "approved"
+	ApprovalDenied    = "denied"
+	ApprovalCancelled = "cancelled"
+)
+
+// Approval is a request to let one gated tool call start.
+type Approval struct {
+	ID          string     `json:"id"`
+	SessionID   string     `json:"session_id"`
+	ExecutionID string     `json:"execution_id"`
+	CommandID   string     `json:"command_id"`
+	Tool        string     `json:"tool"`
+	Summary     string     `json:"summary"` // the command or the write, shown to the person deciding
+	Status      string     `json:"status"`
+	DecidedBy   string     `json:"decided_by,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	DecidedAt   *time.Time `json:"decided_at,omitempty"`
+}
+
+// Input request statuses.
+const (
+	InputPending   = "pending"
+	InputAnswered  = "answered"
+	InputDefaulted = "defaulted"
+	InputCancelled = "cancelled"
+)
+
+// InputQuestion is one question of request_user_input (svvy shape).
+type InputQuestion struct {
+	ID       string        `json:"id"`
+	Question string        `json:"question"`
+	Options  []InputOption `json:"options,omitempty"`
+	Default  string        `json:"default,omitempty"`
+}
+
+// InputOption is one answer option; exactly one per question is recommended.
+type InputOption struct {
+	Label       string `json:"label"`
+	Recommended bool   `json:"recommended,omitempty"`
+}
+
+// InputRequest is a question the agent asked the user.
+type InputRequest struct {
+	ID          string            `json:"id"`
+	SessionID   string            `json:"session_id"`
+	SurfaceID   string            `json:"surface_id"`
+	ExecutionID string            `json:"execution_id"`
+	CommandID   string            `json:"command_id"`
+	Questions   []InputQuestion   `json:"questions"`
+	Blocking    bool              `json:"blocking"`
+	Status      string            `json:"status"`
+	Answers     map[string]string `json:"answers,omitempty"` // question id → answer
+	CreatedAt   time.Time         `json:"created_at"`
+	AnsweredAt  *time.Time        `json:"answered_at,omitempty"`
+}
+
+// Plan statuses.
+const (
+	PlanProposed = "proposed"
+	PlanApproved = "approved"
+	PlanDeclined = "declined"
+	PlanRevised  = "revised"
+)
+
+// Plan is a plan card the agent presented.
+type Plan struct {
+	ID          string          `json:"id"`
+	SessionID   string          `json:"session_id"`
+	ExecutionID string          `json:"execution_id"`
+	CommandID   string          `json:"command_id"`
+	Card        json.RawMessage `json:"card"` // {"title","steps":[…],"notes"?}
+	Status      string          `json:"status"`
+	Notes       string          `json:"notes,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+	DecidedAt   *time.Time      `json:"decided_at,omitempty"`
+}
+
+// Approval modes of a workspace.
+const (
+	ApprovalModeUser       = "user"
+	ApprovalModeAutoReview = "auto-review"
+	ApprovalModeFullAccess = "full-access"
+)
+
+// AgentSettings are a workspace's settings for its agents.
+type AgentSettings struct {
+	ApprovalMode string `json:"approval_mode"`
+	// Network lets commands reach the network (off by default).
+	Network bool `json:"network"`
+	// BlockingInput makes request_user_input wait (up to 5 minutes) for
+	// the answer instead of returning the defaults at once.
+	BlockingInput bool `json:"blocking_input"`
+}
+
+// SessionAgent is a session's agent configuration: its model and, for the
+// script model, its script and cursor; and how it is titled.
+type SessionAgent struct {
+	Model        string          `json:"model"`
+	Script       json.RawMessage `json:"script,omitempty"`
+	ScriptCursor int             `json:"script_cursor"`
+	// TitleSource is "auto" until a person renames the session, then
+	// "manual" for good.
+	TitleSource string          `json:"title_source"`
+	Focus       json.RawMessage `json:"focus,omitempty"` // {"url","title"}
+}
+
+// AgentStore keeps transcripts, command records, approvals, input requests,
+// plans and web-item leases.
+type AgentStore interface {
+	AppendMessage(ctx context.Context, m *Message) error
+	ListMessages(ctx context.Context, surfaceID string, beforeSeq int64, limit int) ([]*Message, error)
+	CountMessages(ctx context.Context, surfaceID string) (int, error)
+
+	CreateCommand(ctx context.Context, c *Command) error
+	UpdateCommand(ctx context.Context, c *Command) error
+	ListCommands(ctx context.Context, executionIDs []string) ([]*Command, error)
+
+	CreateApproval(ctx context.Context, a *Approval) error
+	// DecideApproval records a decision on a pending approval; a decided
+	// one is ECONFLICT.
+	DecideApproval(ctx context.Context, id, status, by, reason string, at time.Time) (*Approval, error)
+	GetApproval(ctx context.Context, id string) (*Approval, error)
+	ListApprovals(ctx context.Context, sessionID string, pendingOnly bool) ([]*Approval, error)
+
+	CreateInputRequest(ctx context.Context, r *InputRequest) error
+	AnswerInputRequest(ctx context.Context, id, status string, answers map[string]string, at time.Time) (*InputRequest, error)
+	GetInputRequest(ctx context.Context, id string) (*InputRequest, error)
+	ListInputRequests(ctx context.Context, sessionID string) ([]*InputRequest, error)
+
+	CreatePlan(ctx context.Context, p *Plan) error
+	DecidePlan(ctx context.Context, id, status, notes string, at time.Time) (*Plan, error)
+	GetPlan(ctx context.Context, id string) (*Plan, error)
+
+	LeaseItem(ctx context.Context, itemID, executionID string) error
+	HasLease(ctx context.Context, itemID, executionID string) (bool, error)
+	ReleaseLeases(ctx context.Context, executionID string) error
+
+	GetSessionAgent(ctx context.Context, sessionID string) (*SessionAgent, error)
+	SetSessionAgent(ctx context.Context, sessionID string, a *SessionAgent) error
+	// NextScriptStep returns the script cursor and advances it durably.
+	NextScriptStep(ctx context.Context, sessionID string) (int, error)
+	// SetAutoTitle sets the title only while the session is auto-titled.
+	SetAutoTitle(ctx context.Context, sessionID, title string) (bool, error)
+
+	GetAgentSettings(ctx context.Context, workspaceID string) (*AgentSettings, error)
+	SetAgentSettings(ctx context.Context, workspaceID string, s *AgentSettings) error
+}

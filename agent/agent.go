@@ -1,0 +1,450 @@
+// Package agent owns desk's one general tool-loop agent: the Executor the
+// execution model runs for every message. A turn loads the session's
+// model, appends the user's message to the surface's transcript, attaches
+// a compact world block (ids and counts, never bodies) to the latest user
+// message, and loops — model step, tool calls (approval gate, then
+// sandbox), results — until the model stops calling tools, the step limit
+// is hit (a loud failure, never a silent truncation) or the turn is
+// interrupted. There is no intent classifier and no per-message task
+// object: the model decides (PawWork S-R).
+//
+// It must never put a provider key, an item body or an artifact body into
+// the context on its own, and never let a request choose an origin.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent/provider"
+	"github.com/desk-runtime/desk/agent/provider/script"
+	"github.com/desk-runtime/desk/agent/sandbox"
+	"github.com/desk-runtime/desk/agent/tools"
+	"github.com/desk-runtime/desk/archive"
+	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/fsjail"
+	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/selection"
+	"github.com/desk-runtime/desk/session"
+)
+
+// Options configure the agent.
+type Options struct {
+	// DefaultModel is the server's model (DESK_MODEL); "" means none.
+	DefaultModel string
+	// Providers makes the provider of a non-script model.
+	Providers func(spec provider.Spec) (provider.Provider, error)
+	// Sandbox runs commands; nil means commands cannot run (except in the
+	// full-access mode, which runs them unsandboxed).
+	Sandbox sandbox.Runner
+	// MaxSteps bounds the model calls of one turn (default 40).
+	MaxSteps int
+	// InputWait is how long a blocking request_user_input waits (5m).
+	InputWait time.Duration
+	HTTP      *http.Client
+	Search    func(ctx context.Context, query string, limit int) ([]tools.SearchHit, error)
+	Archive   execution.Archiver
+	Logger    *slog.Logger
+}
+
+// Agent is the executor.
+type Agent struct {
+	store      desk.Store
+	home       layout.Home
+	artifacts  desk.ArtifactService
+	paths      desk.ArtifactPaths
+	selection  desk.SelectionService
+	opts       Options
+	log        *slog.Logger
+	submit     func(ctx context.Context, sessionID string, in desk.SubmitInput) (*desk.SubmitResult, error)
+	wg         sync.WaitGroup
+	waiters    sync.Map // decision id → chan struct{}
+	defaultErr error
+}
+
+var _ execution.Executor = (*Agent)(nil)
+
+// New returns the agent. SetSubmitter must be called before answers to
+// input requests can be queued.
+func New(store desk.Store, home layout.Home, artifacts desk.ArtifactService, sel desk.SelectionService, opts Options) *Agent {
+	if opts.MaxSteps == 0 {
+		opts.MaxSteps = 40
+	}
+	if opts.InputWait == 0 {
+		opts.InputWait = 5 * time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	a := &Agent{store: store, home: home, artifacts: artifacts, selection: sel, opts: opts, log: opts.Logger}
+	a.paths, _ = artifacts.(desk.ArtifactPaths)
+	if opts.DefaultModel != "" {
+		if _, err := provider.ParseSpec(opts.DefaultModel); err != nil {
+			a.defaultErr = fmt.Errorf("DESK_MODEL: %w", err)
+		}
+	}
+	return a
+}
+
+// SetSubmitter gives the agent the door to queue answer rows.
+func (a *Agent) SetSubmitter(f func(ctx context.Context, sessionID string, in desk.SubmitInput) (*desk.SubmitResult, error)) {
+	a.submit = f
+}
+
+// Close waits for background jobs (titles).
+func (a *Agent) Close() { a.wg.Wait() }
+
+// DefaultModel reports the server's model and whether it is usable.
+func (a *Agent) DefaultModel() (string, error) { return a.opts.DefaultModel, a.defaultErr }
+
+// modelOf is the model a session runs.
+func (a *Agent) modelOf(x *desk.Session) string {
+	if x.Model != "" {
+		return x.Model
+	}
+	return a.opts.DefaultModel
+}
+
+// Available refuses work for a session that has no model: the submit
+// answers 409 naming DESK_MODEL instead of queueing work that cannot run.
+func (a *Agent) Available(ctx context.Context, x *desk.Session) error {
+	m := a.modelOf(x)
+	if m == "" {
+		return desk.Errorf(desk.ECONFLICT, "no model is configured for session %s: set DESK_MODEL (openai:<model>, anthropic:<model> or openai-compatible:<base-url>#<model>) and restart desk, or create the session with a \"model\"", x.ID)
+	}
+	if x.Model == "" && a.defaultErr != nil {
+		return desk.Errorf(desk.ECONFLICT, "%v", a.defaultErr)
+	}
+	return nil
+}
+
+// provider makes the model of a session.
+func (a *Agent) provider(ctx context.Context, x *desk.Session) (provider.Provider, provider.Spec, error) {
+	m := a.modelOf(x)
+	if m == "" {
+		return nil, provider.Spec{}, fmt.Errorf("no model is configured: set DESK_MODEL")
+	}
+	spec, err := provider.ParseSpec(m)
+	if err != nil {
+		return nil, spec, err
+	}
+	if spec.Provider == "script" {
+		sa, err := a.store.GetSessionAgent(ctx, x.ID)
+		if err != nil {
+			return nil, spec, err
+		}
+		scr, err := script.Parse(sa.Script)
+		if err != nil {
+			return nil, spec, err
+		}
+		return &script.Provider{Script: scr, Cursor: cursor{a.store, x.ID}, Session: x.ID}, spec, nil
+	}
+	if a.opts.Providers == nil {
+		return nil, spec, fmt.Errorf("no provider for %s", spec)
+	}
+	p, err := a.opts.Providers(spec)
+	return p, spec, err
+}
+
+// cursor is the durable script cursor of a session.
+type cursor struct {
+	store desk.Store
+	id    string
+}
+
+func (c cursor) Next(ctx context.Context) (int, error) { return c.store.NextScriptStep(ctx, c.id) }
+
+// turn is one execution's working state.
+type turn struct {
+	a        *Agent
+	t        *execution.Turn
+	x        *desk.Session
+	w        *desk.Workspace
+	settings *desk.AgentSettings
+	prov     provider.Provider
+	spec     provider.Spec
+	jail     *fsjail.Jail
+	view     session.View
+	env      *tools.Env
+	ctx      context.Context // carries the agent principal
+	plan     json.RawMessage // pinned after approval
+	forced   bool            // /plan: a plan card must come first
+	planned  bool
+}
+
+// Execute runs one turn.
+func (a *Agent) Execute(ctx context.Context, t *execution.Turn) (*execution.Outcome, error) {
+	x := t.Session
+	prov, spec, err := a.provider(ctx, x)
+	if err != nil {
+		return nil, err
+	}
+	w, err := a.store.GetWorkspace(ctx, x.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	settings, err := a.store.GetAgentSettings(ctx, x.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	groups, err := a.store.ListBindings(ctx, x.ID)
+	if err != nil {
+		return nil, err
+	}
+	view := session.View{Session: x, Execution: t.Execution.ID, HostPaths: w.HostPaths}
+	for _, g := range groups {
+		view.GroupIDs = append(view.GroupIDs, g.ID)
+	}
+	jail, err := fsjail.New(session.Mounts(a.home, view))
+	if err != nil {
+		return nil, err
+	}
+	defer jail.Close()
+	// The agent acts as the session's actor, and everything it writes is
+	// stamped as the execution's.
+	actx := desk.WithPrincipal(ctx, desk.Principal{WorkspaceID: x.WorkspaceID, ActorID: x.Actor, ActorKind: desk.ActorAgent})
+	actx = desk.WithOrigin(actx, desk.Origin{WorkspaceID: x.WorkspaceID, SessionID: x.ID, ExecutionID: t.Execution.ID,
+		SurfaceID: t.Execution.SurfaceID, Actor: x.Actor, Kind: desk.OriginAgent})
+	tr := &turn{a: a, t: t, x: x, w: w, settings: settings, prov: prov, spec: spec, jail: jail, view: view, ctx: actx}
+	tr.env = &tools.Env{Store: a.store, Home: a.home, Workspace: w, Session: x, Execution: t.Execution, Settings: settings,
+		View: view, Jail: jail, Artifacts: a.artifacts, Paths: a.paths, Selection: a.selection, Sandbox: a.opts.Sandbox,
+		HTTP: a.opts.HTTP, Search: a.opts.Search, Emit: t.Emit, Ask: tr.ask, Propose: tr.propose}
+	defer tr.release()
+	if err := t.Started(); err != nil {
+		return nil, err
+	}
+	text := t.Item.Text
+	tr.forced = strings.HasPrefix(strings.TrimSpace(text), "/plan")
+	tr.env.ForcePlan = tr.forced
+	user := &desk.Message{ID: desk.NewID("msg"), SessionID: x.ID, SurfaceID: t.Execution.SurfaceID, ExecutionID: t.Execution.ID,
+		Role: desk.RoleUser, Text: text, CreatedAt: desk.Now()}
+	if err := a.store.AppendMessage(ctx, user); err != nil {
+		return nil, err
+	}
+	if user.Seq == 1 && t.Execution.SurfaceID == x.SurfaceID {
+		a.startTitle(x, text, prov, spec)
+	}
+	return tr.loop()
+}
+
+// release frees what the turn held: its leases (items only it kept alive
+// are collected now, S-O).
+func (tr *turn) release() {
+	ctx := context.Background()
+	if err := tr.a.store.ReleaseLeases(ctx, tr.t.Execution.ID); err != nil {
+		tr.a.log.Error("release leases", "err", err, "execution_id", tr.t.Execution.ID)
+		return
+	}
+	items, err := tr.a.store.ListUnreachableItems(ctx, tr.x.WorkspaceID)
+	if err != nil {
+		tr.a.log.Error("list unreachable items", "err", err)
+		return
+	}
+	for _, it := range items {
+		if _, err := selection.Collect(ctx, tr.a.store, tr.a.home, it); err != nil {
+			tr.a.log.Error("collect item", "err", err, "item", it.ID)
+		}
+	}
+}
+
+// loop runs model steps until the model stops calling tools.
+func (tr *turn) loop() (*execution.Outcome, error) {
+	var last string
+	for step := 0; ; step++ {
+		if step >= tr.a.opts.MaxSteps {
+			return nil, fmt.Errorf("the turn reached the limit of %d model steps and the model still asked for tools; nothing was cut short silently — raise the limit or ask for less per message", tr.a.opts.MaxSteps)
+		}
+		req, err := tr.request()
+		if err != nil {
+			return nil, err
+		}
+		deltas := newCoalescer(50*time.Millisecond, func(s string) { tr.t.Emit("assistant.delta", map[string]any{"text": s}) })
+		resp, err := tr.prov.Stream(tr.ctx, req, func(ev provider.Event) {
+			switch ev.Type {
+			case provider.EventText:
+				deltas.add(ev.Text)
+			case provider.EventToolCallStart:
+				deltas.flush()
+				tr.t.Emit("tool.call_started", map[string]any{"index": ev.Index, "call_id": ev.ToolCallID, "tool": ev.Name})
+			case provider.EventToolCallDelta:
+				tr.t.Emit("tool.args_delta", map[string]any{"index": ev.Index, "delta": ev.ArgsDelta})
+			}
+		})
+		deltas.flush()
+		if err != nil {
+			return nil, err
+		}
+		last = resp.Text
+		calls := make([]desk.MessageCall, 0, len(resp.ToolCalls))
+		for _, c := range resp.ToolCalls {
+			calls = append(calls, desk.MessageCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		msg := &desk.Message{ID: desk.NewID("msg"), SessionID: tr.x.ID, SurfaceID: tr.t.Execution.SurfaceID, ExecutionID: tr.t.Execution.ID,
+			Role: desk.RoleAssistant, Text: resp.Text, ToolCalls: calls, CreatedAt: desk.Now()}
+		if err := tr.a.store.AppendMessage(tr.ctx, msg); err != nil {
+			return nil, err
+		}
+		tr.t.Emit("assistant.message", map[string]any{"message_id": msg.ID, "text": resp.Text, "tool_calls": len(calls), "usage": resp.Usage})
+		if len(calls) == 0 {
+			return &execution.Outcome{Reply: resp.Text}, nil
+		}
+		results, stop, err := tr.runCalls(calls)
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range results {
+			tm := &desk.Message{ID: desk.NewID("msg"), SessionID: tr.x.ID, SurfaceID: tr.t.Execution.SurfaceID, ExecutionID: tr.t.Execution.ID,
+				Role: desk.RoleTool, Text: r.JSON(), ToolCallID: calls[i].ID, ToolName: calls[i].Name, IsError: r.Code != "", CreatedAt: desk.Now()}
+			if err := tr.a.store.AppendMessage(tr.ctx, tm); err != nil {
+				return nil, err
+			}
+		}
+		if stop != "" {
+			reply := strings.TrimSpace(last + "\n\n(" + stop + ")")
+			return &execution.Outcome{Reply: reply}, nil
+		}
+	}
+}
+
+// runCalls runs one step's tool calls side by side and returns their
+// results in call order.
+func (tr *turn) runCalls(calls []desk.MessageCall) ([]*tools.Result, string, error) {
+	results := make([]*tools.Result, len(calls))
+	errs := make([]error, len(calls))
+	// A plan card comes first when /plan asked for one: other calls of the
+	// same step wait for it.
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() { results[i], errs[i] = tr.runCall(c) })
+	}
+	wg.Wait()
+	stop := ""
+	for i, err := range errs {
+		if err != nil {
+			return nil, "", err
+		}
+		if results[i].Stop != "" {
+			stop = results[i].Stop
+		}
+	}
+	return results, stop, nil
+}
+
+// maxOutput bounds a command record's output.
+const maxOutput = 64 << 10
+
+func (tr *turn) runCall(c desk.MessageCall) (*tools.Result, error) {
+	ctx := tr.ctx
+	exe := tr.t.Execution
+	now := desk.Now()
+	cmd := &desk.Command{ID: desk.NewID("cmd"), ExecutionID: exe.ID, SessionID: tr.x.ID, SurfaceID: exe.SurfaceID, CallID: c.ID,
+		Tool: c.Name, Arguments: normJSON(c.Arguments), Status: desk.CommandRequested, CreatedAt: now}
+	if err := tr.a.store.CreateCommand(ctx, cmd); err != nil {
+		return nil, err
+	}
+	finish := func(r *tools.Result, status string) (*tools.Result, error) {
+		t := desk.Now()
+		cmd.FinishedAt, cmd.Status = &t, status
+		if r != nil {
+			cmd.Output = clip(r.Output, maxOutput)
+			if r.Facts != nil {
+				cmd.Facts, _ = json.Marshal(r.Facts)
+			}
+			cmd.Artifacts = r.Artifacts
+			if r.Code != "" {
+				cmd.Error = r.Code + ": " + r.Message
+			}
+		}
+		if err := tr.a.store.UpdateCommand(context.Background(), cmd); err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+	tool := tools.ByName(c.Name)
+	if tool == nil {
+		return finish(tools.Fail(tools.CodeBadInput, "there is no tool named %q", c.Name), desk.CommandFailed)
+	}
+	if tr.forced && !tr.planned && c.Name != "clarify" {
+		return finish(tools.Fail(tools.CodeBadInput, "the user asked for a plan first (/plan): call clarify with a plan before other tools"), desk.CommandFailed)
+	}
+	if gated, summary := tool.Gate(tr.env, c.Arguments); gated {
+		ok, why, err := tr.gate(cmd, summary)
+		if err != nil {
+			if ctx.Err() != nil {
+				finish(nil, desk.CommandCancelled)
+			}
+			return nil, err
+		}
+		if !ok {
+			return finish(tools.Fail(tools.CodeDeclined, "declined: %s", why), desk.CommandDeclined)
+		}
+	}
+	t := desk.Now()
+	cmd.Status, cmd.StartedAt = desk.CommandRunning, &t
+	if err := tr.a.store.UpdateCommand(ctx, cmd); err != nil {
+		return nil, err
+	}
+	out := newCoalescer(100*time.Millisecond, func(s string) {
+		tr.t.Emit("tool.output", map[string]any{"command_id": cmd.ID, "text": s})
+	})
+	cctx := desk.WithOrigin(ctx, desk.Origin{WorkspaceID: tr.x.WorkspaceID, SessionID: tr.x.ID, ExecutionID: exe.ID,
+		SurfaceID: exe.SurfaceID, CommandID: cmd.ID, Actor: tr.x.Actor, Kind: desk.OriginAgent})
+	res, err := tool.Run(cctx, tr.env, &tools.Call{CommandID: cmd.ID, Args: c.Arguments, Output: func(_ string, chunk []byte) { out.add(string(chunk)) }})
+	out.flush()
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+			finish(nil, desk.CommandCancelled)
+			return nil, err
+		}
+		cmd.Error = err.Error()
+		finish(nil, desk.CommandFailed)
+		return nil, fmt.Errorf("tool %s: %w", c.Name, err)
+	}
+	if c.Name == "clarify" && res.Code == "" {
+		tr.planned = true
+	}
+	status := desk.CommandSucceeded
+	if res.Code != "" {
+		status = desk.CommandFailed
+	}
+	return finish(res, status)
+}
+
+func normJSON(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 || !json.Valid(b) {
+		return json.RawMessage(`{}`)
+	}
+	return b
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "\n[… truncated]"
+}
+
+func (a *Agent) archive(ws string, rec archive.Record) {
+	if a.opts.Archive == nil {
+		return
+	}
+	if err := a.opts.Archive.Append(context.Background(), ws, rec); err != nil {
+		a.log.Error("archive system event", "err", err, "workspace_id", ws)
+	}
+}
+
+// envelope addresses a turn's system event to the channel and conversation
+// its message came from.
+func (tr *turn) envelope() archive.Envelope {
+	x, exe := tr.x, tr.t.Execution
+	o := desk.Origin{WorkspaceID: x.WorkspaceID, SessionID: x.ID, ExecutionID: exe.ID, SurfaceID: exe.SurfaceID, Actor: x.Actor, Kind: desk.OriginAgent}
+	return archive.Envelope{At: time.Now(), Channel: tr.t.Item.Channel, ConversationID: tr.t.Item.ConversationID, Origin: &o, TurnID: exe.ID}
+}

@@ -1,0 +1,232 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent/provider"
+	"github.com/desk-runtime/desk/agent/tools"
+)
+
+// declarations are the tools every turn registers.
+func declarations() []provider.Tool {
+	var out []provider.Tool
+	for _, t := range tools.All() {
+		out = append(out, provider.Tool{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
+	}
+	return out
+}
+
+// assembled is one model request and what went into it.
+type assembled struct {
+	req   provider.Request
+	world World
+}
+
+// assemble builds the request of a surface's next step: the system prompt,
+// the transcript, and the world block attached to the latest user message
+// only (never stored). The world holds ids, names and counts, so its size
+// does not grow with the number of artifacts or items (S-Q).
+func (a *Agent) assemble(ctx context.Context, x *desk.Session, surface string, plan json.RawMessage, forced bool, model string, window int) (*assembled, error) {
+	ms, err := a.store.ListMessages(ctx, surface, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	groups, err := a.store.ListBindings(ctx, x.ID)
+	if err != nil {
+		return nil, err
+	}
+	n, err := a.store.CountArtifacts(ctx, x.ID)
+	if err != nil {
+		return nil, err
+	}
+	sa, err := a.store.GetSessionAgent(ctx, x.ID)
+	if err != nil {
+		return nil, err
+	}
+	w := worldOf(groups, sa.Focus, n)
+	req := provider.Request{Model: model, System: SystemPrompt(plan, forced), Tools: declarations()}
+	msgs := toProvider(ms)
+	msgs = fitWindow(msgs, req.System, window)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == provider.RoleUser {
+			msgs[i].Content = msgs[i].Content + "\n\n" + w.Block()
+			break
+		}
+	}
+	req.Messages = msgs
+	return &assembled{req: req, world: w}, nil
+}
+
+// toProvider maps the stored transcript to provider messages.
+func toProvider(ms []*desk.Message) []provider.Message {
+	out := make([]provider.Message, 0, len(ms))
+	for _, m := range ms {
+		pm := provider.Message{Role: m.Role, Content: m.Text}
+		switch m.Role {
+		case desk.RoleAssistant:
+			for _, c := range m.ToolCalls {
+				pm.ToolCalls = append(pm.ToolCalls, provider.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+			}
+		case desk.RoleTool:
+			pm.ToolCallID, pm.Name, pm.IsError = m.ToolCallID, m.ToolName, m.IsError
+		}
+		out = append(out, pm)
+	}
+	return out
+}
+
+// fitWindow drops the oldest exchanges while the request would fill more
+// than 80 % of the model's window, always cutting at a user message so a
+// tool call never loses its result.
+func fitWindow(msgs []provider.Message, system string, window int) []provider.Message {
+	if window <= 0 {
+		return msgs
+	}
+	budget := window * 8 / 10
+	size := func(ms []provider.Message) int {
+		n := estimateTokens(system)
+		for _, m := range ms {
+			n += estimateTokens(m.Content)
+			for _, c := range m.ToolCalls {
+				n += estimateTokens(string(c.Arguments))
+			}
+		}
+		return n
+	}
+	for size(msgs) > budget {
+		cut := -1
+		for i := 1; i < len(msgs); i++ {
+			if msgs[i].Role == provider.RoleUser {
+				cut = i
+				break
+			}
+		}
+		if cut < 0 {
+			break // one exchange left: send it whole
+		}
+		msgs = msgs[cut:]
+	}
+	return msgs
+}
+
+// request is the turn's next model request.
+func (tr *turn) request() (provider.Request, error) {
+	as, err := tr.a.assemble(tr.ctx, tr.x, tr.t.Execution.SurfaceID, tr.plan, tr.forced && !tr.planned, tr.spec.Model, tr.prov.ContextWindow(tr.spec.Model))
+	if err != nil {
+		return provider.Request{}, err
+	}
+	return as.req, nil
+}
+
+// ContextView is what GET /v1/sessions/{ses}/context shows: exactly what
+// the next turn would send, and how full the window is.
+type ContextView struct {
+	Model        string   `json:"model"`
+	SystemPrompt string   `json:"system_prompt"`
+	World        World    `json:"world"`
+	WorldBlock   string   `json:"world_block"`
+	Tools        []string `json:"tools"`
+	Messages     int      `json:"messages"`
+	Budget       Budget   `json:"budget"`
+}
+
+// Budget is a surface's context budget.
+type Budget struct {
+	UsedTokens int     `json:"used_tokens"`
+	Window     int     `json:"window"`
+	Percent    float64 `json:"percent"`
+	Level      string  `json:"level"` // neutral, warn, high
+}
+
+// Context shows what the next turn of a surface would send.
+func (a *Agent) Context(ctx context.Context, x *desk.Session, surface string) (*ContextView, error) {
+	if surface == "" {
+		surface = x.SurfaceID
+	}
+	model := a.modelOf(x)
+	window := 128000
+	var spec provider.Spec
+	if model != "" {
+		if s, err := provider.ParseSpec(model); err == nil {
+			spec = s
+			if s.Provider != "script" && a.opts.Providers != nil {
+				if p, err := a.opts.Providers(s); err == nil {
+					window = p.ContextWindow(s.Model)
+				}
+			}
+		}
+	}
+	as, err := a.assemble(ctx, x, surface, nil, false, spec.Model, window)
+	if err != nil {
+		return nil, err
+	}
+	v := &ContextView{Model: model, SystemPrompt: as.req.System, World: as.world, WorldBlock: as.world.Block(), Messages: len(as.req.Messages)}
+	if v.Model == "" {
+		v.Model = "(none: set DESK_MODEL)"
+	}
+	parts := []string{as.req.System}
+	for _, t := range as.req.Tools {
+		v.Tools = append(v.Tools, t.Name)
+		parts = append(parts, t.Description, string(t.Parameters))
+	}
+	for _, m := range as.req.Messages {
+		parts = append(parts, m.Content)
+		for _, c := range m.ToolCalls {
+			parts = append(parts, string(c.Arguments))
+		}
+	}
+	if len(as.req.Messages) == 0 {
+		parts = append(parts, v.WorldBlock)
+	}
+	used := estimateTokens(parts...)
+	pct := percent(used, window)
+	v.Budget = Budget{UsedTokens: used, Window: window, Percent: pct, Level: budgetLevel(pct)}
+	return v, nil
+}
+
+// Transcript is a surface's messages with tool calls folded into the
+// assistant messages that made them (tool-result messages are not listed:
+// their results are in the command records).
+func (a *Agent) Transcript(ctx context.Context, surface string, before int64, limit int) ([]*desk.Message, error) {
+	if limit <= 0 || limit > 500 {
+		limit = 50
+	}
+	ms, err := a.store.ListMessages(ctx, surface, before, limit)
+	if err != nil {
+		return nil, err
+	}
+	var exes []string
+	seen := map[string]bool{}
+	for _, m := range ms {
+		if m.ExecutionID != "" && !seen[m.ExecutionID] {
+			seen[m.ExecutionID] = true
+			exes = append(exes, m.ExecutionID)
+		}
+	}
+	cmds, err := a.store.ListCommands(ctx, exes)
+	if err != nil {
+		return nil, err
+	}
+	byCall := map[string]*desk.Command{}
+	for _, c := range cmds {
+		byCall[c.ExecutionID+"/"+c.CallID] = c
+	}
+	out := make([]*desk.Message, 0, len(ms))
+	for _, m := range ms {
+		if m.Role == desk.RoleTool {
+			continue
+		}
+		for _, c := range m.ToolCalls {
+			if cmd := byCall[m.ExecutionID+"/"+c.ID]; cmd != nil {
+				m.Commands = append(m.Commands, cmd)
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+var _ = strings.TrimSpace

@@ -1,0 +1,421 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent/provider"
+	"github.com/desk-runtime/desk/archive"
+)
+
+// Decisions (approvals, input answers, plan decisions) are rows in the
+// store; a waiting tool call polls its row and is woken early when the
+// decision arrives through this process. Another desk process on the same
+// database reaches the row the same way, only a poll later.
+const decisionPoll = 250 * time.Millisecond
+
+func (a *Agent) wake(id string) {
+	if ch, ok := a.waiters.LoadAndDelete(id); ok {
+		close(ch.(chan struct{}))
+	}
+}
+
+// waitFor polls until done reports true, ctx ends, or timeout (0: never).
+func (a *Agent) waitFor(ctx context.Context, id string, timeout time.Duration, done func() (bool, error)) (bool, error) {
+	var deadline <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		ch := make(chan struct{})
+		a.waiters.Store(id, ch)
+		ok, err := done()
+		if err != nil || ok {
+			a.waiters.Delete(id)
+			return ok, err
+		}
+		select {
+		case <-ch:
+		case <-time.After(decisionPoll):
+		case <-deadline:
+			a.waiters.Delete(id)
+			return false, nil
+		case <-ctx.Done():
+			a.waiters.Delete(id)
+			return false, ctx.Err()
+		}
+	}
+}
+
+// gate decides whether a gated call may start, by the workspace's approval
+// mode: user (a person decides), auto-review (a reviewer decides and gives
+// its reason), full-access (no gate).
+func (tr *turn) gate(cmd *desk.Command, summary string) (bool, string, error) {
+	switch tr.settings.ApprovalMode {
+	case desk.ApprovalModeFullAccess:
+		return true, "", nil
+	case desk.ApprovalModeAutoReview:
+		ok, reason := tr.review(cmd.Tool, summary)
+		now := desk.Now()
+		status := desk.ApprovalApproved
+		if !ok {
+			status = desk.ApprovalDenied
+		}
+		ap := &desk.Approval{ID: desk.NewID("apr"), SessionID: tr.x.ID, ExecutionID: tr.t.Execution.ID, CommandID: cmd.ID, Tool: cmd.Tool,
+			Summary: summary, Status: status, DecidedBy: "auto-review", Reason: reason, CreatedAt: now, DecidedAt: &now}
+		if err := tr.a.store.CreateApproval(tr.ctx, ap); err != nil {
+			return false, "", err
+		}
+		tr.a.archive(tr.x.WorkspaceID, &archive.ApprovalRequested{Envelope: tr.envelope(), ApprovalID: ap.ID, Tool: ap.Tool, Summary: summary})
+		tr.a.archive(tr.x.WorkspaceID, &archive.ApprovalResolved{Envelope: tr.envelope(), ApprovalID: ap.ID, Decision: decisionWord(status), Reason: reason})
+		return ok, reason, nil
+	}
+	ap := &desk.Approval{ID: desk.NewID("apr"), SessionID: tr.x.ID, ExecutionID: tr.t.Execution.ID, CommandID: cmd.ID, Tool: cmd.Tool,
+		Summary: summary, Status: desk.ApprovalPending, CreatedAt: desk.Now()}
+	cmd.Status = desk.CommandWaiting
+	if err := tr.a.store.UpdateCommand(tr.ctx, cmd); err != nil {
+		return false, "", err
+	}
+	if err := tr.a.store.CreateApproval(tr.ctx, ap); err != nil {
+		return false, "", err
+	}
+	tr.a.archive(tr.x.WorkspaceID, &archive.ApprovalRequested{Envelope: tr.envelope(), ApprovalID: ap.ID, Tool: ap.Tool, Summary: summary})
+	var got *desk.Approval
+	_, err := tr.a.waitFor(tr.ctx, ap.ID, 0, func() (bool, error) {
+		cur, err := tr.a.store.GetApproval(context.Background(), ap.ID)
+		if err != nil {
+			return false, err
+		}
+		got = cur
+		return cur.Status != desk.ApprovalPending, nil
+	})
+	if err != nil {
+		// Interrupted while waiting: the request is withdrawn.
+		if _, derr := tr.a.store.DecideApproval(context.Background(), ap.ID, desk.ApprovalCancelled, "system", "the turn was interrupted", desk.Now()); derr == nil {
+			tr.a.archive(tr.x.WorkspaceID, &archive.ApprovalResolved{Envelope: tr.envelope(), ApprovalID: ap.ID, Decision: "cancelled", Reason: "the turn was interrupted"})
+		}
+		return false, "", err
+	}
+	why := got.Reason
+	if why == "" {
+		why = "by " + got.DecidedBy
+	}
+	return got.Status == desk.ApprovalApproved, why, nil
+}
+
+func decisionWord(status string) string {
+	switch status {
+	case desk.ApprovalApproved:
+		return "approved"
+	case desk.ApprovalDenied:
+		return "denied"
+	}
+	return status
+}
+
+// dangerous is the auto-review rule set used when no reviewer model is
+// available: commands that destroy data wholesale, reach outside through a
+// pipe into a shell, or change the machine are refused; everything else
+// that the sandbox allows is approved.
+var dangerous = []struct {
+	re  *regexp.Regexp
+	why string
+}{
+	{regexp.MustCompile(`\brm\s+(-[a-zA-Z]*[rf][a-zA-Z]*\s+)+(/|~|\*|\.\s*$|/\*)(\s|$)`), "deletes a whole tree"},
+	{regexp.MustCompile(`\b(mkfs|fdisk|parted|wipefs)\b`), "formats or partitions a disk"},
+	{regexp.MustCompile(`\bdd\b.*\bof=/dev/`), "writes to a raw device"},
+	{regexp.MustCompile(`(curl|wget)[^|;&]*\|\s*(ba|z|da)?sh\b`), "pipes a download into a shell"},
+	{regexp.MustCompile(`:\(\)\s*\{\s*:\|:&\s*\};:`), "is a fork bomb"},
+	{regexp.MustCompile(`\b(shutdown|reboot|halt|poweroff)\b`), "stops the machine"},
+	{regexp.MustCompile(`\bchmod\s+(-R\s+)?[0-7]*777\s+/`), "opens up system permissions"},
+	{regexp.MustCompile(`>\s*/dev/sd[a-z]`), "writes to a raw disk"},
+}
+
+// review is auto-review: a reviewer model call decides when the session
+// has a real model; otherwise the documented rule set does.
+func (tr *turn) review(tool, summary string) (bool, string) {
+	if tr.spec.Provider != "script" && tr.prov != nil {
+		ok, reason, err := tr.modelReview(tool, summary)
+		if err == nil {
+			return ok, "reviewer: " + reason
+		}
+		tr.a.log.Warn("auto-review model call failed; using the rule set", "err", err)
+	}
+	for _, d := range dangerous {
+		if d.re.MatchString(summary) {
+			return false, "rule set: the action " + d.why
+		}
+	}
+	return true, "rule set: no rule refuses this action"
+}
+
+func (tr *turn) modelReview(tool, summary string) (bool, string, error) {
+	req := provider.Request{Model: tr.spec.Model, MaxTokens: 200,
+		System:   `You review one action an AI agent wants to take in a sandboxed workspace. Approve ordinary work; deny actions that destroy data wholesale, exfiltrate secrets, or change the host. Answer with one line: APPROVE: <reason> or DENY: <reason>.`,
+		Messages: []provider.Message{{Role: provider.RoleUser, Content: fmt.Sprintf("Tool: %s\nAction: %s", tool, summary)}}}
+	ctx, cancel := context.WithTimeout(tr.ctx, time.Minute)
+	defer cancel()
+	resp, err := tr.prov.Stream(ctx, req, func(provider.Event) {})
+	if err != nil {
+		return false, "", err
+	}
+	line := strings.TrimSpace(resp.Text)
+	switch {
+	case strings.HasPrefix(strings.ToUpper(line), "APPROVE"):
+		return true, strings.TrimSpace(strings.TrimPrefix(line[7:], ":")), nil
+	case strings.HasPrefix(strings.ToUpper(line), "DENY"):
+		return false, strings.TrimSpace(strings.TrimPrefix(line[4:], ":")), nil
+	}
+	return false, "", fmt.Errorf("unreadable review %q", line)
+}
+
+// defaults are the recommended option of each question, or its default.
+func defaults(qs []desk.InputQuestion) map[string]string {
+	out := map[string]string{}
+	for _, q := range qs {
+		out[q.ID] = q.Default
+		for _, o := range q.Options {
+			if o.Recommended {
+				out[q.ID] = o.Label
+			}
+		}
+	}
+	return out
+}
+
+// ask is request_user_input: non-blocking by default (the defaults at
+// once; a later answer becomes a request_user_input_answer queue row), or
+// blocking per workspace (wait up to InputWait, then the defaults).
+func (tr *turn) ask(ctx context.Context, commandID string, qs []desk.InputQuestion) (map[string]string, bool, error) {
+	r := &desk.InputRequest{ID: desk.NewID("inp"), SessionID: tr.x.ID, SurfaceID: tr.t.Execution.SurfaceID, ExecutionID: tr.t.Execution.ID,
+		CommandID: commandID, Questions: qs, Blocking: tr.settings.BlockingInput, Status: desk.InputPending, CreatedAt: desk.Now()}
+	if err := tr.a.store.CreateInputRequest(ctx, r); err != nil {
+		return nil, false, err
+	}
+	var texts []string
+	for _, q := range qs {
+		texts = append(texts, q.Question)
+	}
+	tr.a.archive(tr.x.WorkspaceID, &archive.UserInputRequested{Envelope: tr.envelope(), RequestID: r.ID, Questions: texts})
+	def := defaults(qs)
+	if !r.Blocking {
+		return def, true, nil
+	}
+	var got *desk.InputRequest
+	ok, err := tr.a.waitFor(ctx, r.ID, tr.a.opts.InputWait, func() (bool, error) {
+		cur, err := tr.a.store.GetInputRequest(context.Background(), r.ID)
+		if err != nil {
+			return false, err
+		}
+		got = cur
+		return cur.Status != desk.InputPending, nil
+	})
+	if err != nil {
+		tr.a.store.AnswerInputRequest(context.Background(), r.ID, desk.InputCancelled, nil, desk.Now())
+		return nil, false, err
+	}
+	if !ok {
+		// Five minutes without an answer: the defaults stand.
+		if cur, err := tr.a.store.AnswerInputRequest(context.Background(), r.ID, desk.InputDefaulted, def, desk.Now()); err == nil {
+			tr.a.archive(tr.x.WorkspaceID, &archive.UserInputSubmitted{Envelope: tr.envelope(), RequestID: r.ID, Answer: "(no answer: the defaults were used)"})
+			return cur.Answers, true, nil
+		}
+		got, _ = tr.a.store.GetInputRequest(context.Background(), r.ID)
+	}
+	if got.Status == desk.InputAnswered {
+		return got.Answers, false, nil
+	}
+	return def, true, nil
+}
+
+// propose shows a plan card and waits for the decision. An approved plan
+// is pinned to the execution and re-injected before every step.
+func (tr *turn) propose(ctx context.Context, commandID string, card json.RawMessage) (string, string, error) {
+	p := &desk.Plan{ID: desk.NewID("pln"), SessionID: tr.x.ID, ExecutionID: tr.t.Execution.ID, CommandID: commandID, Card: card,
+		Status: desk.PlanProposed, CreatedAt: desk.Now()}
+	if err := tr.a.store.CreatePlan(ctx, p); err != nil {
+		return "", "", err
+	}
+	var got *desk.Plan
+	_, err := tr.a.waitFor(ctx, p.ID, 0, func() (bool, error) {
+		cur, err := tr.a.store.GetPlan(context.Background(), p.ID)
+		if err != nil {
+			return false, err
+		}
+		got = cur
+		return cur.Status != desk.PlanProposed, nil
+	})
+	if err != nil {
+		return "", "", err
+	}
+	if got.Status == desk.PlanApproved {
+		tr.plan = card
+		tr.t.Emit("plan.pinned", map[string]any{"plan_id": p.ID})
+	}
+	return got.Status, got.Notes, nil
+}
+
+// session returns a session the caller may see.
+func (a *Agent) session(ctx context.Context, id string) (*desk.Session, error) {
+	p, ok := desk.PrincipalFrom(ctx)
+	if !ok {
+		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
+	}
+	x, err := a.store.GetSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !p.CanSeeActor(x.WorkspaceID, x.Actor) {
+		return nil, desk.Errorf(desk.ENOTFOUND, "session %s not found", id)
+	}
+	return x, nil
+}
+
+func caller(ctx context.Context) string {
+	p, _ := desk.PrincipalFrom(ctx)
+	if p.Admin {
+		return desk.AdminActor
+	}
+	return p.ActorID
+}
+
+// DecideApproval answers an approval request: approve or deny.
+func (a *Agent) DecideApproval(ctx context.Context, id, decision, reason string) (*desk.Approval, error) {
+	ap, err := a.store.GetApproval(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	x, err := a.session(ctx, ap.SessionID)
+	if err != nil {
+		return nil, desk.Errorf(desk.ENOTFOUND, "approval %s not found", id)
+	}
+	status := map[string]string{"approve": desk.ApprovalApproved, "deny": desk.ApprovalDenied}[decision]
+	if status == "" {
+		return nil, desk.Errorf(desk.EINVALID, "decision %q must be approve or deny", decision)
+	}
+	out, err := a.store.DecideApproval(ctx, id, status, caller(ctx), reason, desk.Now())
+	if err != nil {
+		return nil, err
+	}
+	a.wake(id)
+	o := desk.Origin{WorkspaceID: x.WorkspaceID, SessionID: x.ID, ExecutionID: ap.ExecutionID, Actor: caller(ctx), Kind: desk.OriginUser}
+	a.archive(x.WorkspaceID, &archive.ApprovalResolved{Envelope: archive.Envelope{At: time.Now(), Channel: "http", ConversationID: x.ID, Origin: &o},
+		ApprovalID: id, Decision: decisionWord(status), Reason: reason})
+	return out, nil
+}
+
+// Approvals lists a session's approvals.
+func (a *Agent) Approvals(ctx context.Context, sessionID string, pending bool) ([]*desk.Approval, error) {
+	x, err := a.session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return a.store.ListApprovals(ctx, x.ID, pending)
+}
+
+// InputRequests lists a session's input requests.
+func (a *Agent) InputRequests(ctx context.Context, sessionID string) ([]*desk.InputRequest, error) {
+	x, err := a.session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return a.store.ListInputRequests(ctx, x.ID)
+}
+
+// AnswerInput answers an input request. A blocking request's waiting tool
+// gets the answers; a non-blocking one's answers become a
+// request_user_input_answer row of the surface's queue.
+func (a *Agent) AnswerInput(ctx context.Context, id string, answers map[string]string) (*desk.InputRequest, *desk.SubmitResult, error) {
+	r, err := a.store.GetInputRequest(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	x, err := a.session(ctx, r.SessionID)
+	if err != nil {
+		return nil, nil, desk.Errorf(desk.ENOTFOUND, "input request %s not found", id)
+	}
+	known := map[string]desk.InputQuestion{}
+	for _, q := range r.Questions {
+		known[q.ID] = q
+	}
+	for qid, ans := range answers {
+		if _, ok := known[qid]; !ok {
+			return nil, nil, desk.Errorf(desk.EINVALID, "input request %s has no question %q", id, qid)
+		}
+		if strings.TrimSpace(ans) == "" {
+			return nil, nil, desk.Errorf(desk.EINVALID, "the answer to %q is empty", qid)
+		}
+	}
+	if len(answers) == 0 {
+		return nil, nil, desk.Errorf(desk.EINVALID, "answers are required: {\"answers\": {\"<question id>\": \"<answer>\"}}")
+	}
+	// Unanswered questions keep their default.
+	full := defaults(r.Questions)
+	for k, v := range answers {
+		full[k] = v
+	}
+	out, err := a.store.AnswerInputRequest(ctx, id, desk.InputAnswered, full, desk.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	a.wake(id)
+	o := desk.Origin{WorkspaceID: x.WorkspaceID, SessionID: x.ID, Actor: caller(ctx), Kind: desk.OriginUser}
+	a.archive(x.WorkspaceID, &archive.UserInputSubmitted{Envelope: archive.Envelope{At: time.Now(), Channel: "http", ConversationID: x.ID, Origin: &o},
+		RequestID: id, Answer: answerText(r.Questions, full)})
+	if r.Blocking {
+		return out, nil, nil
+	}
+	if a.submit == nil {
+		return out, nil, desk.Errorf(desk.EUNAVAILABLE, "answers cannot be queued on this desk")
+	}
+	res, err := a.submit(ctx, x.ID, desk.SubmitInput{Kind: desk.QueueInputAnswer, Surface: r.SurfaceID,
+		Text: "Answers to your questions (" + id + "):\n" + answerText(r.Questions, full), IdempotencyKey: "answer-" + id})
+	return out, res, err
+}
+
+func answerText(qs []desk.InputQuestion, answers map[string]string) string {
+	var b strings.Builder
+	ids := make([]string, 0, len(qs))
+	byID := map[string]string{}
+	for _, q := range qs {
+		ids = append(ids, q.ID)
+		byID[q.ID] = q.Question
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		fmt.Fprintf(&b, "- %s → %s\n", byID[id], answers[id])
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// DecidePlan answers a plan card: approve, decline or revise (with notes).
+func (a *Agent) DecidePlan(ctx context.Context, id, decision, notes string) (*desk.Plan, error) {
+	p, err := a.store.GetPlan(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.session(ctx, p.SessionID); err != nil {
+		return nil, desk.Errorf(desk.ENOTFOUND, "plan %s not found", id)
+	}
+	status := map[string]string{"approve": desk.PlanApproved, "decline": desk.PlanDeclined, "revise": desk.PlanRevised}[decision]
+	if status == "" {
+		return nil, desk.Errorf(desk.EINVALID, "decision %q must be approve, decline or revise", decision)
+	}
+	if status == desk.PlanRevised && strings.TrimSpace(notes) == "" {
+		return nil, desk.Errorf(desk.EINVALID, "revise needs notes saying what to change")
+	}
+	out, err := a.store.DecidePlan(ctx, id, status, notes, desk.Now())
+	if err != nil {
+		return nil, err
+	}
+	a.wake(id)
+	return out, nil
+}

@@ -1,0 +1,67 @@
+package script
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/desk-runtime/desk/agent/provider"
+)
+
+type memCursor struct{ n int }
+
+func (c *memCursor) Next(context.Context) (int, error) { c.n++; return c.n - 1, nil }
+
+func TestParseRefusesBadScripts(t *testing.T) {
+	for _, bad := range []string{
+		`{}`, `{"steps":[]}`, `{"steps":[{}]}`, `{"steps":[{"text":"x","delay_ms":-1}]}`,
+		`{"steps":[{"tool_calls":[{"arguments":{}}]}]}`, `{"steps":[{"tool_calls":[{"name":"x","arguments":[1]}]}]}`, `not json`,
+	} {
+		if _, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("Parse(%s) accepted", bad)
+		}
+	}
+}
+
+func TestStepsInOrderThenExhausted(t *testing.T) {
+	s, err := Parse([]byte(`{"steps":[{"text":"hello there"},{"tool_calls":[{"name":"read_file","arguments":{"path":"/a"}},{"name":"list_files"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Provider{Script: s, Cursor: &memCursor{}, Session: "ses_x"}
+	var evs []provider.Event
+	r, err := p.Stream(context.Background(), provider.Request{}, func(e provider.Event) { evs = append(evs, e) })
+	if err != nil || r.Text != "hello there" || r.StopReason != "end" || len(evs) != 2 || evs[0].Text != "hello " {
+		t.Fatalf("step 1: %+v %v %+v", r, err, evs)
+	}
+	r, err = p.Stream(context.Background(), provider.Request{}, func(provider.Event) {})
+	if err != nil || len(r.ToolCalls) != 2 || r.ToolCalls[1].Name != "list_files" || string(r.ToolCalls[1].Arguments) != "{}" || r.StopReason != "tool_calls" {
+		t.Fatalf("step 2: %+v %v", r, err)
+	}
+	_, err = p.Stream(context.Background(), provider.Request{}, func(provider.Event) {})
+	if provider.KindOf(err) != provider.ErrExhausted || !strings.Contains(err.Error(), "3rd time") || !strings.Contains(err.Error(), "2 step") {
+		t.Fatalf("exhausted: %v", err)
+	}
+}
+
+func TestDelayStreamsSlowlyAndStopsOnCancel(t *testing.T) {
+	s, _ := Parse([]byte(`{"steps":[{"text":"one two three four","delay_ms":400}]}`))
+	p := &Provider{Script: s, Cursor: &memCursor{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var got []string
+	start := time.Now()
+	_, err := p.Stream(ctx, provider.Request{}, func(e provider.Event) {
+		got = append(got, e.Text)
+		if len(got) == 2 {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) || len(got) != 2 {
+		t.Fatalf("cancel mid-stream: %v %v", err, got)
+	}
+	if el := time.Since(start); el < 150*time.Millisecond || el > 350*time.Millisecond {
+		t.Fatalf("two of four pieces of a 400ms step took %v", el)
+	}
+}

@@ -1,0 +1,249 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent/sandbox"
+	"github.com/desk-runtime/desk/atomicfile"
+	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/session"
+)
+
+// Command limits.
+const (
+	execDefaultTimeout = 2 * time.Minute
+	execMaxTimeout     = 30 * time.Minute
+	// execKeep is the output kept in the command record and shown to the
+	// model; a command that writes more gets its whole output kept as an
+	// artifact.
+	execKeep = 64 << 10
+)
+
+type execCommand struct{}
+
+func (execCommand) Name() string { return "exec_command" }
+func (execCommand) Description() string {
+	return "Run a shell command in a sandbox that sees only the guest file system (/artifacts, /context, /scratch, /workspace, declared host paths). Network is off unless the workspace allows it. Working directory: cwd if given, else the workspace's primary root, else /scratch. Files the command writes under /artifacts become artifacts. May need approval."
+}
+func (execCommand) Schema() json.RawMessage {
+	return schema(`{"type":"object","properties":{"command":{"type":"string"},"cwd":{"type":"string"},"timeout_seconds":{"type":"integer","minimum":1,"maximum":1800}},"required":["command"],"additionalProperties":false}`)
+}
+func (execCommand) Gate(_ *Env, args json.RawMessage) (bool, string) {
+	var a struct{ Command, Cwd string }
+	_ = json.Unmarshal(args, &a)
+	s := a.Command
+	if a.Cwd != "" {
+		s = "(in " + a.Cwd + ") " + s
+	}
+	return true, s
+}
+
+func (execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
+	var a struct {
+		Command        string `json:"command"`
+		Cwd            string `json:"cwd"`
+		TimeoutSeconds int    `json:"timeout_seconds"`
+	}
+	if r := decode(call.Args, &a); r != nil {
+		return r, nil
+	}
+	if strings.TrimSpace(a.Command) == "" {
+		return Fail(CodeBadInput, "command is empty"), nil
+	}
+	runner := env.Sandbox
+	if env.Settings != nil && env.Settings.ApprovalMode == desk.ApprovalModeFullAccess {
+		runner = sandbox.Direct() // full-access: no gate, no sandbox (documented)
+	}
+	if runner == nil {
+		return Fail(CodeNotConfigured, "no sandbox is available on this desk (install bubblewrap); commands cannot run"), nil
+	}
+	cwd, err := session.WorkDir(env.Jail, env.Workspace, env.View, a.Cwd)
+	if err != nil {
+		return fsResult(err, a.Cwd)
+	}
+	mounts, err := sandbox.FromJail(env.Jail.Mounts())
+	if err != nil {
+		return nil, err
+	}
+	timeout := execDefaultTimeout
+	if a.TimeoutSeconds > 0 {
+		timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, execMaxTimeout)
+	}
+	before, err := artifactFiles(env)
+	if err != nil {
+		return nil, err
+	}
+	spill := &spillWriter{dir: env.Home.Abs(env.Session.WorkspaceID, layout.ScratchRel(env.Execution.ID))}
+	defer spill.close()
+	res, err := runner.Run(ctx, sandbox.Spec{Mounts: mounts, Cwd: cwd, Command: a.Command, Network: env.Settings != nil && env.Settings.Network,
+		Timeout: timeout, MaxOutput: execKeep}, func(stream string, chunk []byte) {
+		spill.write(stream, chunk)
+		if call.Output != nil {
+			call.Output(stream, chunk)
+		}
+	})
+	var denied *sandbox.Denied
+	if errors.As(err, &denied) {
+		// Reported as a denial; never retried without the sandbox.
+		return Fail(CodeSandboxDenied, "the sandbox refused to run the command: %s", denied.Reason), nil
+	}
+	if err != nil {
+		if desk.ErrorCode(err) == desk.EINVALID || desk.ErrorCode(err) == desk.EFORBIDDEN {
+			return Fail(CodeBadInput, "%s", desk.ErrorMessage(err)), nil
+		}
+		return nil, err
+	}
+	if res.Interrupted && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	facts := map[string]any{"command": a.Command, "cwd": cwd, "exit_code": res.ExitCode, "duration_ms": res.Duration.Milliseconds(),
+		"timed_out": res.TimedOut, "stdout_bytes": res.StdoutBytes, "stderr_bytes": res.StderrBytes}
+	v := map[string]any{"exit_code": res.ExitCode, "stdout": res.Stdout, "stderr": res.Stderr, "timed_out": res.TimedOut,
+		"truncated": res.StdoutTruncated || res.StderrTruncated}
+	out := &Result{Value: v, Facts: facts, Output: joinOutput(res.Stdout, res.Stderr)}
+	// Files the command left in /artifacts become artifacts of the session.
+	made, err := indexNew(ctx, env, before)
+	if err != nil {
+		return nil, err
+	}
+	// Big outputs are kept whole as an artifact.
+	if res.StdoutTruncated || res.StderrTruncated {
+		if art, err := spill.keep(ctx, env, call.CommandID); err == nil && art != nil {
+			made = append(made, art.ID)
+			v["full_output"] = art.Path
+		}
+	}
+	if len(made) > 0 {
+		v["artifacts"] = made
+		facts["artifacts"] = len(made)
+	}
+	out.Artifacts = made
+	return out, nil
+}
+
+func joinOutput(stdout, stderr string) string {
+	if stderr == "" {
+		return stdout
+	}
+	if stdout == "" {
+		return stderr
+	}
+	return stdout + "\n" + stderr
+}
+
+// artifactFiles lists the regular files of the session's artifact
+// directory, relative to it.
+func artifactFiles(env *Env) (map[string]bool, error) {
+	dir := env.Home.Abs(env.Session.WorkspaceID, layout.SessionRel(env.Session.Actor, env.Session.ID))
+	out := map[string]bool{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.Type().IsRegular() && !atomicfile.IsTemp(d.Name()) {
+			rel, _ := filepath.Rel(dir, p)
+			out[filepath.ToSlash(rel)] = true
+		}
+		return nil
+	})
+	return out, err
+}
+
+// indexNew gives rows to files the command created in /artifacts, and
+// re-reads the ones it changed.
+func indexNew(ctx context.Context, env *Env, before map[string]bool) ([]string, error) {
+	after, err := artifactFiles(env)
+	if err != nil {
+		return nil, err
+	}
+	var rels []string
+	for rel := range after {
+		if _, err := env.Store.ArtifactByPath(ctx, env.Session.ID, rel); desk.IsCode(err, desk.ENOTFOUND) {
+			rels = append(rels, rel)
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	sort.Strings(rels)
+	var ids []string
+	for _, rel := range rels {
+		a, err := env.Paths.IndexPath(ctx, env.Session.ID, rel)
+		if err != nil {
+			if desk.ErrorCode(err) == desk.EINTERNAL {
+				return nil, err
+			}
+			continue // a file the classifier refuses stays a plain file
+		}
+		ids = append(ids, a.ID)
+	}
+	return ids, nil
+}
+
+// spillWriter keeps a command's whole output in a scratch file once it
+// grows past what the record keeps.
+type spillWriter struct {
+	mu    sync.Mutex
+	dir   string
+	f     *os.File
+	total int
+}
+
+func (s *spillWriter) write(stream string, chunk []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total += len(chunk)
+	if s.f == nil {
+		if err := os.MkdirAll(s.dir, 0o755); err != nil {
+			return
+		}
+		f, err := os.CreateTemp(s.dir, "output-*.txt")
+		if err != nil {
+			return
+		}
+		s.f = f
+	}
+	s.f.Write(chunk)
+}
+
+func (s *spillWriter) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f != nil {
+		s.f.Close()
+		os.Remove(s.f.Name())
+		s.f = nil
+	}
+}
+
+// keep stores the whole output as the artifact output-<command>.txt.
+func (s *spillWriter) keep(ctx context.Context, env *Env, commandID string) (*desk.Artifact, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil, nil
+	}
+	if _, err := s.f.Seek(0, 0); err != nil {
+		return nil, err
+	}
+	st, err := s.f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	a, _, err := env.Paths.PutPath(ctx, env.Session.ID, path.Join("outputs", "output-"+commandID+".txt"),
+		desk.ArtifactPathPut{Body: s.f, Size: st.Size(), MediaType: "text/plain"})
+	return a, err
+}

@@ -1,0 +1,179 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"unicode/utf8"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/classify"
+	"github.com/desk-runtime/desk/layout"
+)
+
+type inspect struct{}
+
+func (inspect) Name() string { return "inspect" }
+func (inspect) Description() string {
+	return "Look at the session's ambient context and artifacts when you need evidence: view \"groups\" lists the bound selection groups; \"group\" pages through one group's items; \"item\" reads one item; \"artifacts\" pages through the session's artifacts (names and ids, never bodies). Items you inspect stay available until this turn ends."
+}
+func (inspect) Schema() json.RawMessage {
+	return schema(`{"type":"object","properties":{"view":{"type":"string","enum":["groups","group","item","artifacts"]},"group_id":{"type":"string"},"item_id":{"type":"string"},"offset":{"type":"integer","minimum":0},"limit":{"type":"integer","minimum":1,"maximum":100}},"required":["view"],"additionalProperties":false}`)
+}
+func (inspect) Gate(*Env, json.RawMessage) (bool, string) { return false, "" }
+
+func (inspect) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
+	var a struct {
+		View    string `json:"view"`
+		GroupID string `json:"group_id"`
+		ItemID  string `json:"item_id"`
+		Offset  int    `json:"offset"`
+		Limit   int    `json:"limit"`
+	}
+	if r := decode(call.Args, &a); r != nil {
+		return r, nil
+	}
+	if a.Limit == 0 {
+		a.Limit = 20
+	}
+	bound, err := env.Store.ListBindings(ctx, env.Session.ID)
+	if err != nil {
+		return nil, err
+	}
+	isBound := func(id string) bool {
+		for _, g := range bound {
+			if g.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	switch a.View {
+	case "groups":
+		out := make([]map[string]any, 0, len(bound))
+		for _, g := range bound {
+			out = append(out, map[string]any{"id": g.ID, "name": g.Name, "item_count": g.ItemCount})
+		}
+		return &Result{Value: map[string]any{"groups": out}, Facts: map[string]any{"view": "groups", "groups": len(out)}}, nil
+	case "group":
+		if !isBound(a.GroupID) {
+			return Fail(CodeNotFound, "group %q is not bound to this session; inspect view groups lists the bound ones", a.GroupID), nil
+		}
+		items, err := env.Store.ListGroupItems(ctx, a.GroupID)
+		if err != nil {
+			return nil, err
+		}
+		page := pageOf(items, a.Offset, a.Limit)
+		out := make([]map[string]any, 0, len(page))
+		for _, it := range page {
+			// What the model saw stays available for the rest of the
+			// turn, even if someone removes it from the group (S-N).
+			if err := env.Store.LeaseItem(ctx, it.ID, env.Execution.ID); err != nil {
+				return nil, err
+			}
+			out = append(out, itemSummary(it))
+		}
+		return &Result{Value: map[string]any{"group_id": a.GroupID, "total": len(items), "offset": a.Offset, "items": out},
+			Facts: map[string]any{"view": "group", "group_id": a.GroupID, "items": len(out), "leased": len(out)}}, nil
+	case "item":
+		it, err := env.Store.GetItem(ctx, a.ItemID)
+		if err != nil || it.WorkspaceID != env.Session.WorkspaceID {
+			return Fail(CodeNotFound, "item %q does not exist", a.ItemID), nil
+		}
+		reachable, err := itemReachable(ctx, env, it.ID, bound)
+		if err != nil {
+			return nil, err
+		}
+		if !reachable {
+			return Fail(CodeNotFound, "item %q is not in a group of this session", a.ItemID), nil
+		}
+		if err := env.Store.LeaseItem(ctx, it.ID, env.Execution.ID); err != nil {
+			return nil, err
+		}
+		v := itemSummary(it)
+		text, note, err := itemText(env, it)
+		if err != nil {
+			return nil, err
+		}
+		v["text"], v["note"] = text, note
+		return &Result{Value: v, Facts: map[string]any{"view": "item", "item_id": it.ID, "leased": 1}, Output: text}, nil
+	case "artifacts":
+		arts, err := env.Store.ListArtifacts(ctx, env.Session.ID)
+		if err != nil {
+			return nil, err
+		}
+		page := pageOf(arts, a.Offset, a.Limit)
+		out := make([]map[string]any, 0, len(page))
+		for _, x := range page {
+			out = append(out, map[string]any{"id": x.ID, "name": x.Name, "path": x.Path, "kind": x.Kind, "size": x.Size, "immutable": x.Immutable})
+		}
+		return &Result{Value: map[string]any{"total": len(arts), "offset": a.Offset, "artifacts": out},
+			Facts: map[string]any{"view": "artifacts", "artifacts": len(out)}}, nil
+	}
+	return Fail(CodeBadInput, "view %q must be groups, group, item or artifacts", a.View), nil
+}
+
+// itemReachable: an item of a bound group, or one this execution already
+// leased (it may have been removed from its group since).
+func itemReachable(ctx context.Context, env *Env, itemID string, bound []*desk.Group) (bool, error) {
+	for _, g := range bound {
+		items, err := env.Store.ListGroupItems(ctx, g.ID)
+		if err != nil {
+			return false, err
+		}
+		for _, it := range items {
+			if it.ID == itemID {
+				return true, nil
+			}
+		}
+	}
+	return env.Store.HasLease(ctx, itemID, env.Execution.ID)
+}
+
+func pageOf[T any](xs []T, offset, limit int) []T {
+	if offset >= len(xs) {
+		return nil
+	}
+	end := min(len(xs), offset+limit)
+	return xs[offset:end]
+}
+
+func itemSummary(it *desk.Item) map[string]any {
+	v := map[string]any{"id": it.ID, "kind": it.Kind, "name": it.Name, "size": it.Size, "media_type": it.MediaType}
+	if it.URL != "" {
+		v["url"] = it.URL
+	}
+	if it.Title != "" {
+		v["title"] = it.Title
+	}
+	return v
+}
+
+// itemText returns an item's text, bounded, or a note saying why not.
+func itemText(env *Env, it *desk.Item) (string, string, error) {
+	f, err := os.Open(env.Home.Abs(it.WorkspaceID, layout.ItemRel(it.ID)))
+	if err != nil {
+		return "", "the item's bytes are missing", nil
+	}
+	defer f.Close()
+	class, err := classify.Classify(it.Name, it.MediaType, f, it.Size)
+	if err != nil {
+		return "", "", err
+	}
+	if !class.Text {
+		return "", "this item is " + classify.Describe(class.Kind) + "; it is not shown as text", nil
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxRead))
+	if err != nil {
+		return "", "", err
+	}
+	for !utf8.Valid(b) {
+		b = b[:len(b)-1]
+	}
+	note := ""
+	if it.Size > maxRead {
+		note = "truncated"
+	}
+	return string(b), note, nil
+}

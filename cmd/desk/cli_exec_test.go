@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/app/apptest"
+	"github.com/desk-runtime/desk/execution"
+)
+
+func TestCLISendQueueInterrupt(t *testing.T) {
+	ex := apptest.NewExecutor()
+	c := newCLIWith(t, app.Config{Execution: execution.Options{Executor: ex, PollInterval: 20 * time.Millisecond}})
+	var ws desk.Workspace
+	c.json(&ws, "workspace", "create", "acme")
+	var x desk.Session
+	c.json(&x, "session", "create", ws.ID)
+
+	// send prints the streamed text and the settled execution.
+	r := c.run("send", x.ID, "emit", "3")
+	if r.e != nil || r.out != "part 0 part 1 part 2 \n" || !strings.Contains(r.err, "ended") {
+		t.Fatalf("send: out=%q err=%q e=%v", r.out, r.err, r.e)
+	}
+	// A failed turn is an error with its reason.
+	r = c.run("send", x.ID, "fail", "model", "unreachable")
+	if r.e == nil || !strings.Contains(r.e.Error(), "model unreachable") {
+		t.Fatalf("failed send: %v", r.e)
+	}
+	// --no-wait returns at once; the queue shows the waiting row.
+	var first, second desk.SubmitResult
+	c.json(&first, "send", "--no-wait", x.ID, "block")
+	c.json(&second, "send", "--no-wait", x.ID, "reply", "later")
+	// The first row may be claimed a moment after the answer (the
+	// dispatcher was still finishing the previous turn).
+	deadline := time.Now().Add(5 * time.Second)
+	for first.ExecutionID == "" {
+		var items []desk.QueueItem
+		c.json(&items, "queue", "ls", x.ID)
+		for _, it := range items {
+			if it.ID == first.Item.ID {
+				first.ExecutionID = it.ExecutionID
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first row was never claimed")
+		}
+	}
+	if second.Item.Status != desk.QueueStatusQueued {
+		t.Fatalf("no-wait: %+v", second.Item)
+	}
+	out := c.ok("queue", "ls", x.ID)
+	if !strings.Contains(out, second.Item.ID) || !strings.Contains(out, "queued") {
+		t.Fatalf("queue ls:\n%s", out)
+	}
+	c.ok("queue", "steer", x.ID, second.Item.ID)
+	c.fail(exitUsage, "queue", "move", x.ID, second.Item.ID, "sideways")
+	waitRunning(t, c, first.ExecutionID)
+	if out := c.ok("interrupt", x.ID, first.ExecutionID); !strings.Contains(out, "stopped") {
+		t.Fatalf("interrupt: %s", out)
+	}
+	if out := c.ok("interrupt", x.ID, first.ExecutionID); !strings.Contains(out, "already finished") {
+		t.Fatalf("second interrupt: %s", out)
+	}
+	c.fail(exitNotFound, "interrupt", x.ID, "exe_01ARZ3NDEKTSV4RRFFQ69G5FAV")
+	var blocks []desk.Block
+	c.json(&blocks, "blocks", "ls", x.ID)
+	if len(blocks) != 1 || blocks[0].Kind != desk.BlockUserCooldown {
+		t.Fatalf("blocks: %+v", blocks)
+	}
+	c.ok("blocks", "release", x.ID, blocks[0].ID)
+	var xs []desk.Execution
+	c.json(&xs, "exec", "ls", x.ID)
+	if len(xs) < 3 {
+		t.Fatalf("exec ls: %d", len(xs))
+	}
+	if out := c.ok("exec", "show", xs[0].ID); !strings.Contains(out, xs[0].ID) || !strings.Contains(out, "execution.") {
+		t.Fatalf("exec show:\n%s", out)
+	}
+	// events --after 0 replays the log from the start.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	root := newRoot()
+	var buf safeBuffer
+	root.SetOut(&buf)
+	root.SetArgs([]string{"--server", c.url, "--token", c.token, "events", "--session", x.ID, "--after", "0"})
+	go root.ExecuteContext(ctx)
+	for !strings.Contains(buf.String(), "execution.interrupted") {
+		if ctx.Err() != nil {
+			t.Fatalf("events never showed the interrupt: %q", buf.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func waitRunning(t *testing.T, c *cli, exe string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var x desk.Execution
+		c.json(&x, "exec", "show", exe)
+		if x.Phase == desk.PhaseRunning {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("execution %s is %s", exe, x.Phase)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
