@@ -108,12 +108,15 @@ type Interruption struct {
 
 // Execution is one agent turn on one surface.
 type Execution struct {
-	ID           string           `json:"id"`
-	SessionID    string           `json:"session_id"`
-	SurfaceID    string           `json:"surface_id"`
-	WorkspaceID  string           `json:"workspace_id"`
-	QueueItemID  string           `json:"queue_item_id"`
-	Phase        string           `json:"phase"`
+	ID          string `json:"id"`
+	SessionID   string `json:"session_id"`
+	SurfaceID   string `json:"surface_id"`
+	WorkspaceID string `json:"workspace_id"`
+	QueueItemID string `json:"queue_item_id"`
+	Phase       string `json:"phase"`
+	// Outcome is set once the execution settled: completed, failed or
+	// aborted (interrupted), the one terminal word a client needs.
+	Outcome      string           `json:"outcome,omitempty"`
 	Origin       Origin           `json:"origin"`
 	RequestedAt  time.Time        `json:"requested_at"`
 	StartedAt    *time.Time       `json:"started_at,omitempty"`
@@ -123,6 +126,26 @@ type Execution struct {
 	StopError    string           `json:"stop_error,omitempty"`
 	Owner        string           `json:"owner"`
 	Events       []ExecutionEvent `json:"events,omitempty"`
+}
+
+// Outcomes of a settled execution, one per terminal phase.
+const (
+	OutcomeCompleted = "completed"
+	OutcomeFailed    = "failed"
+	OutcomeAborted   = "aborted"
+)
+
+// OutcomeOf maps a phase to its outcome ("" while active).
+func OutcomeOf(phase string) string {
+	switch phase {
+	case PhaseEnded:
+		return OutcomeCompleted
+	case PhaseFailed:
+		return OutcomeFailed
+	case PhaseInterrupted:
+		return OutcomeAborted
+	}
+	return ""
 }
 
 // Terminal reports whether the execution has settled.

@@ -301,10 +301,12 @@ func scanExecution(r interface{ Scan(...any) error }) (*desk.Execution, error) {
 		}
 	}
 	x.Origin, x.RequestedAt, x.StartedAt, x.FinishedAt = o, fromMicros(req), optPtr(st), optPtr(fin)
+	x.Outcome = desk.OutcomeOf(x.Phase)
 	return &x, nil
 }
 
 func executionEvent(typ string, x *desk.Execution) event {
+	x.Outcome = desk.OutcomeOf(x.Phase)
 	return event{typ: typ, workspace: x.WorkspaceID, session: x.SessionID, surface: x.SurfaceID, execute: x.ID, data: x}
 }
 
