@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
@@ -94,6 +95,10 @@ func (c *Client) ListActors(ctx context.Context, ws string) ([]*desk.Actor, erro
 type SessionCreate struct {
 	Actor string `json:"actor,omitempty"`
 	Title string `json:"title,omitempty"`
+	// Model is the session's own model ("" = the server's DESK_MODEL);
+	// Script is the script of a "script" session.
+	Model  string          `json:"model,omitempty"`
+	Script json.RawMessage `json:"script,omitempty"`
 }
 
 // CreateSession creates a session in the workspace.

@@ -59,6 +59,17 @@ returns at once.`,
 					if json.Unmarshal(e.Data, &d) == nil {
 						fmt.Fprint(w, d.Text)
 					}
+				case strings.HasPrefix(e.Type, "command.") && !g.json:
+					// A tool call's settled state, on stderr so stdout
+					// stays the reply.
+					var c desk.Command
+					if json.Unmarshal(e.Data, &c) == nil && c.FinishedAt != nil {
+						line := fmt.Sprintf("[%s %s", c.Tool, c.Status)
+						if c.Error != "" {
+							line += ": " + c.Error
+						}
+						fmt.Fprintln(cmd.ErrOrStderr(), line+"]")
+					}
 				case strings.HasPrefix(e.Type, "execution."):
 					var x desk.Execution
 					if json.Unmarshal(e.Data, &x) == nil && x.QueueItemID == res.Item.ID && x.Terminal() {

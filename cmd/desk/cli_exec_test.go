@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -109,5 +111,35 @@ func waitRunning(t *testing.T, c *cli, exe string) {
 			t.Fatalf("execution %s is %s", exe, x.Phase)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestCLIScriptSession: the README's tour — a script session made from a
+// file, a send that streams the reply and names the tool call it settled.
+func TestCLIScriptSession(t *testing.T) {
+	c := newCLI(t)
+	var ws desk.Workspace
+	c.json(&ws, "workspace", "create", "acme")
+	script := filepath.Join(t.TempDir(), "script.json")
+	if err := os.WriteFile(script, []byte(`{"steps":[{"tool_calls":[{"name":"write_file","arguments":{"path":"/artifacts/hello.md","content":"# Hello\n"}}]},{"text":"I wrote it."}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var x desk.Session
+	c.json(&x, "session", "create", ws.ID, "--title", "demo", "--model", "script", "--script", script)
+	if x.Model != "script" {
+		t.Fatalf("session model = %q", x.Model)
+	}
+	r := c.run("send", x.ID, "write me a hello file")
+	if r.e != nil || r.out != "I wrote it.\n" || !strings.Contains(r.err, "[write_file succeeded]") || !strings.Contains(r.err, "ended") {
+		t.Fatalf("send: out=%q err=%q e=%v", r.out, r.err, r.e)
+	}
+	if out := c.ok("artifact", "ls", x.ID); !strings.Contains(out, "hello.md") {
+		t.Fatalf("artifacts after the turn:\n%s", out)
+	}
+	// A script that is not JSON is refused before anything is created.
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(bad, []byte("steps:"), 0o644)
+	if r := c.run("session", "create", ws.ID, "--model", "script", "--script", bad); r.e == nil || !strings.Contains(r.e.Error(), "not JSON") {
+		t.Fatalf("bad script: %v", r.e)
 	}
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,20 +16,39 @@ import (
 func sessionCmd(g *globals) *cobra.Command {
 	cmd := noun("session", "Create, list, organise and delete sessions", "ses")
 
-	var actor, title string
+	var actor, title, model, scriptFile string
 	create := &cobra.Command{
 		Use:   "create <ws>",
 		Short: "Create a session in a workspace",
 		Long: `Create a session in a workspace. --actor names the owning actor by id or
 name; without it the session belongs to the caller's own actor (the
-workspace owner, for the admin token).`,
+workspace owner, for the admin token). --model picks the session's own model
+(openai:<model>, anthropic:<model>, openai-compatible:<base-url>#<model> or
+script); without it the session runs the server's DESK_MODEL. A script
+session takes its script from --script FILE ("-" for stdin): {"steps":[…]}.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
-			s, err := c.CreateSession(cmd.Context(), a[0], client.SessionCreate{Actor: actor, Title: title})
+			in := client.SessionCreate{Actor: actor, Title: title, Model: model}
+			if scriptFile != "" {
+				var b []byte
+				if scriptFile == "-" {
+					b, err = io.ReadAll(cmd.InOrStdin())
+				} else {
+					b, err = os.ReadFile(scriptFile)
+				}
+				if err != nil {
+					return &usageError{fmt.Errorf("--script: %w", err)}
+				}
+				if !json.Valid(b) {
+					return &usageError{fmt.Errorf("--script %s is not JSON", scriptFile)}
+				}
+				in.Script = b
+			}
+			s, err := c.CreateSession(cmd.Context(), a[0], in)
 			if err != nil {
 				return err
 			}
@@ -36,6 +57,8 @@ workspace owner, for the admin token).`,
 	}
 	create.Flags().StringVar(&actor, "actor", "", "owning actor (id or name); default the caller's own")
 	create.Flags().StringVar(&title, "title", "", "session title")
+	create.Flags().StringVar(&model, "model", "", "the session's own model (default: the server's DESK_MODEL)")
+	create.Flags().StringVar(&scriptFile, "script", "", "the script of a --model script session: a JSON file, or - for stdin")
 
 	var pinned, archived, all bool
 	list := &cobra.Command{

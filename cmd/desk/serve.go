@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/desk-runtime/desk/agent"
+	"github.com/desk-runtime/desk/agent/search"
 	"github.com/desk-runtime/desk/app"
 )
 
@@ -27,7 +29,13 @@ func serveCmd(g *globals) *cobra.Command {
 
 Every flag has an environment equivalent: --home DESK_HOME, --addr DESK_ADDR,
 --postgres DESK_POSTGRES (SQLite in DESK_HOME when unset). The admin token is
-DESK_ADMIN_TOKEN, or is generated once into DESK_HOME/admin.token (mode 0600).`,
+DESK_ADMIN_TOKEN, or is generated once into DESK_HOME/admin.token (mode 0600).
+
+The agent: DESK_MODEL is the default model (openai:<model>,
+anthropic:<model>, openai-compatible:<base-url>#<model>), keys come from
+OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENAI_COMPATIBLE_API_KEY; DESK_MAX_STEPS
+bounds the model calls of one turn (default 40); DESK_SEARCH_URL points the
+search tool at a SearXNG instance.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			home := firstNonEmpty(g.home, os.Getenv("DESK_HOME"), defaultHome())
@@ -49,6 +57,10 @@ DESK_ADMIN_TOKEN, or is generated once into DESK_HOME/admin.token (mode 0600).`,
 				}
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+			ao, err := agentOptions()
+			if err != nil {
+				return &usageError{err}
+			}
 
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -56,6 +68,7 @@ DESK_ADMIN_TOKEN, or is generated once into DESK_HOME/admin.token (mode 0600).`,
 				Home: home, Postgres: pg, AdminToken: os.Getenv("DESK_ADMIN_TOKEN"),
 				MaxArtifactBytes: maxArtifact, ActorQuotaBytes: actorQuota, ImportMaxBytes: importMax, ArchiveTZ: os.Getenv("DESK_ARCHIVE_TZ"),
 				SQLiteSynchronous: os.Getenv("DESK_SQLITE_SYNCHRONOUS"), Logger: log, Version: buildVersion(),
+				Model: os.Getenv("DESK_MODEL"), Agent: ao,
 			})
 			if err != nil {
 				return err
@@ -105,4 +118,24 @@ func logLevel() slog.Level {
 		return slog.LevelError
 	}
 	return slog.LevelInfo
+}
+
+// agentOptions reads the agent's environment.
+func agentOptions() (agent.Options, error) {
+	var o agent.Options
+	if v := os.Getenv("DESK_MAX_STEPS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return o, fmt.Errorf("DESK_MAX_STEPS=%q must be an integer from 1 to 1000", v)
+		}
+		o.MaxSteps = n
+	}
+	if v := os.Getenv("DESK_SEARCH_URL"); v != "" {
+		s, err := search.NewSearXNG(v, nil)
+		if err != nil {
+			return o, err
+		}
+		o.Search = s.Search
+	}
+	return o, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/desk-runtime/desk"
@@ -61,6 +62,9 @@ func (s *DB) CreateArtifact(ctx context.Context, a *desk.Artifact) error {
 		if err != nil {
 			return s.conflict(err, "an artifact already exists at "+artifactGuestPath(a.RelPath))
 		}
+		if _, err := s.exec(ctx, tx, `UPDATE sessions SET artifact_count = artifact_count + 1 WHERE id = ?`, a.SessionID); err != nil {
+			return err
+		}
 		return s.emit(ctx, tx, a.UpdatedAt, artifactEvent("artifact.created", a))
 	})
 }
@@ -97,8 +101,10 @@ func (s *DB) ListArtifacts(ctx context.Context, sessionID string) ([]*desk.Artif
 
 func (s *DB) CountArtifacts(ctx context.Context, sessionID string) (int, error) {
 	var n int
-	err := s.queryRow(ctx, s.db, `SELECT COUNT(*) FROM artifacts WHERE session_id = ? AND deleting = ?`,
-		sessionID, false).Scan(&n)
+	err := s.queryRow(ctx, s.db, `SELECT artifact_count FROM sessions WHERE id = ?`, sessionID).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
 	return n, err
 }
 
@@ -147,11 +153,17 @@ func (s *DB) ListPendingArtifacts(ctx context.Context) ([]*desk.Artifact, error)
 }
 
 func (s *DB) MarkArtifactDeleting(ctx context.Context, id string) error {
-	res, err := s.exec(ctx, s.db, `UPDATE artifacts SET deleting = ? WHERE id = ? AND deleting = ?`, true, id, false)
-	if err != nil {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := s.exec(ctx, tx, `UPDATE artifacts SET deleting = ? WHERE id = ? AND deleting = ?`, true, id, false)
+		if err != nil {
+			return err
+		}
+		if err := affected(res, "artifact", id); err != nil {
+			return err
+		}
+		_, err = s.exec(ctx, tx, `UPDATE sessions SET artifact_count = artifact_count - 1 WHERE id = (SELECT session_id FROM artifacts WHERE id = ?)`, id)
 		return err
-	}
-	return affected(res, "artifact", id)
+	})
 }
 
 func (s *DB) DeleteArtifact(ctx context.Context, id string) error {

@@ -297,12 +297,21 @@ func testArtifacts(t *testing.T, s desk.Store) {
 	if n, _ := s.CountArtifacts(ctx, x.ID); n != 1 {
 		t.Fatalf("count = %d, want 1", n)
 	}
+	// The count is a counter kept with the rows: a second mark, a refused
+	// duplicate and the final delete leave it as it is.
+	wantCode(t, s.MarkArtifactDeleting(ctx, b.ID), desk.ENOTFOUND)
+	dup2 := *a
+	dup2.ID = desk.NewID(desk.PrefixArtifact)
+	wantCode(t, s.CreateArtifact(ctx, &dup2), desk.ECONFLICT)
 	del, _ := s.ListDeletingArtifacts(ctx)
 	if len(del) != 1 || del[0].ID != b.ID {
 		t.Fatalf("deleting = %v", artifactIDs(del))
 	}
 	must(t, s.DeleteArtifact(ctx, b.ID))
 	wantCode(t, s.DeleteArtifact(ctx, b.ID), desk.ENOTFOUND)
+	if n, _ := s.CountArtifacts(ctx, x.ID); n != 1 {
+		t.Fatalf("count after delete = %d, want 1", n)
+	}
 }
 
 func testArtifactRace(t *testing.T, s desk.Store) {
