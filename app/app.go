@@ -151,7 +151,15 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	}
 	a.Workspaces = workspace.New(store, home, token)
 	a.Sessions = session.New(store, home, a.Workspaces)
-	a.Artifacts = session.NewArtifacts(store, home, session.ArtifactOptions{MaxBytes: cfg.MaxArtifactBytes})
+	ao0 := session.ArtifactOptions{MaxBytes: cfg.MaxArtifactBytes}
+	if cfg.ActorQuotaBytes > 0 {
+		// Artifacts live in the actor's file area, so the file quota holds
+		// for them too (a.Files exists by the time a request comes).
+		ao0.Admit = func(ctx context.Context, ws, actor string, replaced, size int64) (func(), error) {
+			return a.Files.Admit(ctx, ws, actor, replaced, size)
+		}
+	}
+	a.Artifacts = session.NewArtifacts(store, home, ao0)
 	a.Selection = selection.New(store, home, a.Workspaces)
 	ao := cfg.Agent
 	ao.DefaultModel, ao.Archive, ao.Logger = cfg.Model, a.Archive, a.Logger.With("component", "agent")

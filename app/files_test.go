@@ -682,6 +682,22 @@ func testFilesQuota(t *testing.T, cfg app.Config) {
 	if r := w.upload(w.Token, "/sessions/"+w.a.ID+"/big.md", bytes.Repeat([]byte("x"), 500)); r.Status != 413 {
 		t.Fatalf("over quota into a session folder = %d %s", r.Status, r.Body)
 	}
+	// The artifact API writes into the same area, under the same quota:
+	// a new artifact and an update that would grow past it are refused.
+	if r := w.Admin("POST", "/v1/sessions/"+w.a.ID+"/artifacts?name=big.md", bytes.Repeat([]byte("x"), 500)); r.Status != 413 {
+		t.Fatalf("over quota through the artifact API = %d %s", r.Status, r.Body)
+	}
+	if after := w.state(); after != before {
+		t.Fatalf("refused uploads changed the workspace:\n%s\n---\n%s", before, after)
+	}
+	small := w.put(w.a.ID, "small.md", []byte("x"))
+	if r := w.Admin("PUT", "/v1/sessions/"+w.a.ID+"/artifacts/"+small.ID+"/content", bytes.Repeat([]byte("y"), 450)); r.Status != 413 {
+		t.Fatalf("artifact update over quota = %d %s", r.Status, r.Body)
+	}
+	if got := w.content(w.a.ID, small.ID); string(got) != "x" {
+		t.Fatalf("a refused update changed the artifact to %q", got)
+	}
+	w.Must(204, "DELETE", "/v1/sessions/"+w.a.ID+"/artifacts/"+small.ID, nil, nil)
 	if after := w.state(); after != before {
 		t.Fatalf("refused uploads changed the workspace:\n%s\n---\n%s", before, after)
 	}

@@ -15,9 +15,10 @@ import (
 // running total per actor: file API uploads and deletes add to it in the
 // same operation (an upload reserves its bytes before it becomes visible
 // and gives them back if it fails), and every walk of the whole area (stats
-// and GC) replaces it with what it measured. Writes that do not come
-// through the file API (the artifact API, an agent's commands) are counted
-// at the next walk; the quota is enforced on file API uploads.
+// and GC) replaces it with what it measured. The artifact API (and the
+// agent's file tools, which use it) admit their writes through Admit, so
+// the quota holds for them too; files an agent's commands write are
+// counted at the next walk.
 
 // room is how many more bytes the actor may store, or -1 without a quota.
 func (s *Service) room(ctx context.Context, a *area) (int64, error) {
@@ -89,6 +90,22 @@ func (s *Service) admit(ctx context.Context, a *area) func(replaced, size int64)
 			_ = s.store.AddActorUsage(context.WithoutCancel(ctx), a.actor.ID, -dBytes, -dFiles)
 		}, nil
 	}
+}
+
+// Admit is the quota check of a write that does not come through the file
+// API: the artifact service calls it with the size of the bytes it is about
+// to keep (replaced is the size of the file they replace, or -1 for a new
+// file) and, if it then fails to keep them, calls undo.
+func (s *Service) Admit(ctx context.Context, workspaceID, actorID string, replaced, size int64) (undo func(), err error) {
+	w, err := s.store.GetWorkspace(ctx, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	act, err := s.store.GetActor(ctx, actorID)
+	if err != nil {
+		return nil, err
+	}
+	return s.admit(ctx, &area{ws: w, actor: act, admin: true})(replaced, size)
 }
 
 // measure walks the whole area and stores what it found as the running

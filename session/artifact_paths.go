@@ -146,7 +146,7 @@ func (s *artifacts) PutPath(ctx context.Context, sessionID, rel string, in desk.
 			// A file without a row is someone's work: index it first, so
 			// the upload keeps it as the previous revision instead of
 			// destroying it.
-			if old, err = s.indexLocked(ctx, root, x, rel); err != nil {
+			if old, err = s.indexLocked(ctx, root, x, rel, foundOrigin(x)); err != nil {
 				return nil, false, err
 			}
 		}
@@ -203,7 +203,7 @@ func (s *artifacts) PutPath(ctx context.Context, sessionID, rel string, in desk.
 	next.Kind, next.MediaType, next.Size, next.SHA256 = got.class.Kind, got.class.MediaType, got.size, got.sha256
 	next.Prev, next.Pending, next.Missing = prev, f.Temp, false
 	next.Origin, next.UpdatedAt = originOf(ctx, x), desk.Now()
-	out, err := s.install(ctx, root, old, &next, f)
+	out, err := s.install(ctx, root, old, &next, f, nil)
 	if err != nil {
 		if cur, gerr := s.store.GetArtifact(ctx, old.ID); gerr != nil || cur.Revision == old.Revision {
 			// The row never took the new bytes.
@@ -292,13 +292,24 @@ func (s *artifacts) IndexPath(ctx context.Context, sessionID, rel string) (*desk
 	} else if !desk.IsCode(err, desk.ENOTFOUND) {
 		return nil, err
 	}
-	return s.indexLocked(ctx, root, x, rel)
+	// A file a running command left (the agent's context carries its
+	// origin) is that command's work; anything else desk merely found.
+	o := foundOrigin(x)
+	if _, ok := desk.OriginFrom(ctx); ok {
+		o = originOf(ctx, x)
+	}
+	return s.indexLocked(ctx, root, x, rel, o)
+}
+
+// foundOrigin is the origin of a file desk found without a row.
+func foundOrigin(x *desk.Session) desk.Origin {
+	return desk.Origin{WorkspaceID: x.WorkspaceID, SessionID: x.ID, Actor: x.Actor, Kind: desk.OriginSystem}
 }
 
 // indexLocked hashes and classifies an existing file and records it as
-// revision 1 of a new artifact. Its origin says desk found it (kind
-// system) in the actor's area. The caller holds the path lock.
-func (s *artifacts) indexLocked(ctx context.Context, root *os.Root, x *desk.Session, rel string) (*desk.Artifact, error) {
+// revision 1 of a new artifact with the given origin. The caller holds the
+// path lock.
+func (s *artifacts) indexLocked(ctx context.Context, root *os.Root, x *desk.Session, rel string, origin desk.Origin) (*desk.Artifact, error) {
 	target := path.Join(layout.SessionRel(x.Actor, x.ID), rel)
 	lfi, err := root.Lstat(target)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -337,7 +348,7 @@ func (s *artifacts) indexLocked(ctx context.Context, root *os.Root, x *desk.Sess
 		ID: desk.NewID(desk.PrefixArtifact), SessionID: x.ID, WorkspaceID: x.WorkspaceID, ActorID: x.Actor,
 		Name: path.Base(rel), RelPath: rel, Kind: class.Kind, MediaType: class.MediaType, Size: n,
 		SHA256: hex.EncodeToString(h.Sum(nil)), Immutable: isImmutableRel(rel), Revision: 1,
-		Origin:    desk.Origin{WorkspaceID: x.WorkspaceID, SessionID: x.ID, Actor: x.Actor, Kind: desk.OriginSystem},
+		Origin:    origin,
 		CreatedAt: now, UpdatedAt: now,
 	}
 	if err := s.store.CreateArtifact(ctx, a); err != nil {

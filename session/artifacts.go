@@ -27,6 +27,11 @@ type ArtifactOptions struct {
 	// MaxBytes refuses artifacts larger than this with too_large; 0 means
 	// no limit.
 	MaxBytes int64
+	// Admit, when set, is the actor quota: called with the size of the
+	// bytes about to be kept (replaced: the size they replace, -1 for a new
+	// artifact), it refuses with too_large or reserves them; undo gives a
+	// reservation back when the write fails after all.
+	Admit func(ctx context.Context, workspaceID, actorID string, replaced, size int64) (undo func(), err error)
 }
 
 type artifacts struct {
@@ -168,7 +173,12 @@ func (s *artifacts) Create(ctx context.Context, sessionID string, in desk.Artifa
 		return nil, err
 	}
 	defer f.Abort()
+	undo, err := s.admit(ctx, x, -1, got.size)
+	if err != nil {
+		return nil, err
+	}
 	if err := f.Commit(); err != nil {
+		undo()
 		return nil, storageErr("store artifact", err)
 	}
 	now := desk.Now()
@@ -180,9 +190,18 @@ func (s *artifacts) Create(ctx context.Context, sessionID string, in desk.Artifa
 	}
 	if err := s.store.CreateArtifact(ctx, a); err != nil {
 		_ = root.Remove(target)
+		undo()
 		return nil, err
 	}
 	return a, nil
+}
+
+// admit applies the actor quota to bytes about to be kept.
+func (s *artifacts) admit(ctx context.Context, x *desk.Session, replaced, size int64) (func(), error) {
+	if s.opts.Admit == nil {
+		return func() {}, nil
+	}
+	return s.opts.Admit(ctx, x.WorkspaceID, x.Actor, replaced, size)
 }
 
 // artifact returns the visible artifact id of session sessionID.
@@ -269,8 +288,13 @@ func (s *artifacts) Update(ctx context.Context, sessionID, id string, in desk.Ar
 	if err := f.Close(); err != nil {
 		return nil, storageErr("store artifact", err)
 	}
+	undo, err := s.admit(ctx, x, a.Size, got.size)
+	if err != nil {
+		return nil, err
+	}
 	prev, err := s.keepRevision(root, a)
 	if err != nil {
+		undo()
 		return nil, err
 	}
 	next := *a
@@ -278,7 +302,7 @@ func (s *artifacts) Update(ctx context.Context, sessionID, id string, in desk.Ar
 	next.Kind, next.MediaType, next.Size, next.SHA256 = got.class.Kind, got.class.MediaType, got.size, got.sha256
 	next.Prev, next.Pending, next.Missing = prev, f.Temp, false
 	next.Origin, next.UpdatedAt = originOf(ctx, x), desk.Now()
-	return s.install(ctx, root, a, &next, f)
+	return s.install(ctx, root, a, &next, f, undo)
 }
 
 // keepRevision hard-links the current bytes into the revision store so a
@@ -302,8 +326,14 @@ func (s *artifacts) keepRevision(root *os.Root, a *desk.Artifact) (*desk.Artifac
 // install commits next (whose Pending names a durable temporary file) and
 // renames the file into place. After the commit the temporary file belongs
 // to the row: if desk stops before the rename, Recover finishes it.
-func (s *artifacts) install(ctx context.Context, root *os.Root, old, next *desk.Artifact, f *atomicfile.File) (*desk.Artifact, error) {
+//
+// undo (if not nil) gives back a quota reservation: only when the row was
+// not committed, since after the commit the bytes are the artifact's.
+func (s *artifacts) install(ctx context.Context, root *os.Root, old, next *desk.Artifact, f *atomicfile.File, undo func()) (*desk.Artifact, error) {
 	if err := s.store.UpdateArtifact(ctx, next, old.Revision); err != nil {
+		if undo != nil {
+			undo()
+		}
 		if next.Prev != nil && (old.Prev == nil || old.Prev.Revision != next.Prev.Revision) {
 			_ = root.Remove(layout.RevisionRel(old.ID, next.Prev.Revision))
 		}
@@ -356,7 +386,7 @@ func (s *artifacts) Revert(ctx context.Context, sessionID, id string) (*desk.Art
 	next.Kind, next.MediaType, next.Size, next.SHA256 = a.Prev.Kind, a.Prev.MediaType, a.Prev.Size, a.Prev.SHA256
 	next.Prev, next.Pending, next.Missing = nil, tmp, false
 	next.Origin, next.UpdatedAt = originOf(ctx, x), desk.Now()
-	out, err := s.install(ctx, root, a, &next, nil)
+	out, err := s.install(ctx, root, a, &next, nil, nil)
 	if err != nil && next.Pending == tmp {
 		// Only remove the link when the row never claimed it.
 		if cur, gerr := s.store.GetArtifact(ctx, a.ID); gerr == nil && cur.Pending != tmp {
