@@ -46,8 +46,12 @@ func TestJournalFailureRefusesAdmission(t *testing.T) {
 	w := newExecWorld(t, func(c *app.Config) {
 		c.WrapStore = func(s desk.Store) desk.Store { return failingStore{Store: s, broken: &broken} }
 	})
+	// The turn starts while the journal works, then finishes into a broken
+	// one: its settle cannot be written.
+	res := w.submit(w.a.ID, "gate settle")
+	w.waitPhase(res.ExecutionID, desk.PhaseRunning)
 	broken.Store(true)
-	res := w.submit(w.a.ID, "reply cannot settle")
+	w.ex.Open("settle")
 	waitFor(t, "the journal failure to be noticed", func() bool {
 		r := w.Admin("POST", "/v1/sessions/"+w.b.ID+"/messages", map[string]string{"text": "probe"})
 		return r.Status == 503 && r.ErrorCode() == desk.EUNAVAILABLE

@@ -104,6 +104,7 @@ func richWorld(t *testing.T, w *world) string {
 		".scratch/exe_X/tmp.txt":          "scratch never leaves",
 		"checkout/.desk-tmp-abandoned":    "temporary",
 		".system/other/state":             "not exported",
+		".system/template/baseline.json":  `{"template":"starter"}`,
 	} {
 		p := filepath.Join(wsDir, filepath.FromSlash(rel))
 		must(t, os.MkdirAll(filepath.Dir(p), 0o755))

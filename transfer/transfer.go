@@ -21,6 +21,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/archive"
 	"github.com/desk-runtime/desk/layout"
+	"path"
 )
 
 // Format names the archive layout; Version changes when it does.
@@ -58,6 +59,10 @@ var trees = []tree{
 	{rel: layout.GroupsDir},
 	{rel: layout.ItemsDir},
 	{rel: layout.RevisionsDir},
+	// The template baseline travels too, so an imported workspace can
+	// still be upgraded three-way (once the importing desk has the
+	// template registered).
+	{rel: path.Dir(layout.TemplateBaseline)},
 }
 
 // metaDir holds the manifest and the rows.
