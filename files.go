@@ -197,7 +197,8 @@ type ArtifactPathPut struct {
 	// Admit is called once the new bytes are durable and before they
 	// become visible, with the size of the file they replace (-1 for a new
 	// file) and their own size. An error refuses the upload and nothing is
-	// kept; otherwise undo is called if the install then fails.
+	// kept; otherwise undo is called if the install then fails. Nil means
+	// the artifact service's own actor-quota check (the agent's tools).
 	Admit func(replaced, size int64) (undo func(), err error)
 }
 

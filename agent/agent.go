@@ -67,6 +67,7 @@ type Agent struct {
 	submit     func(ctx context.Context, sessionID string, in desk.SubmitInput) (*desk.SubmitResult, error)
 	wg         sync.WaitGroup
 	waiters    sync.Map // decision id → chan struct{}
+	turns      sync.Map // execution id → *turn, the turns this process runs
 	defaultErr error
 }
 
@@ -175,9 +176,22 @@ type turn struct {
 	view     session.View
 	env      *tools.Env
 	ctx      context.Context // carries the agent principal
-	plan     json.RawMessage // pinned after approval
 	forced   bool            // /plan: a plan card must come first
-	planned  bool
+
+	// Tool calls of one step run side by side, and GET …/context reads
+	// the plan of a running turn: mu guards what they share.
+	mu      sync.Mutex
+	plan    json.RawMessage // pinned after approval
+	planned bool            // a plan card was approved this turn
+	stopped string          // why the turn stops after this step (a declined plan)
+}
+
+// planState is the pinned plan and whether a forced plan card is still
+// owed.
+func (tr *turn) planState() (json.RawMessage, bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.plan, tr.forced && !tr.planned
 }
 
 // Execute runs one turn.
@@ -218,6 +232,8 @@ func (a *Agent) Execute(ctx context.Context, t *execution.Turn) (*execution.Outc
 		View: view, Jail: jail, Artifacts: a.artifacts, Paths: a.paths, Selection: a.selection, Sandbox: a.opts.Sandbox,
 		HTTP: a.opts.HTTP, Search: a.opts.Search, Emit: t.Emit, Ask: tr.ask, Propose: tr.propose}
 	defer tr.release()
+	a.turns.Store(t.Execution.ID, tr)
+	defer a.turns.Delete(t.Execution.ID)
 	if err := t.Started(); err != nil {
 		return nil, err
 	}
@@ -315,15 +331,53 @@ func (tr *turn) loop() (*execution.Outcome, error) {
 }
 
 // runCalls runs one step's tool calls side by side and returns their
-// results in call order.
+// results in call order. Every call gets its command record (requested)
+// before any of them runs, so a call that waits shows as soon as the step
+// is known.
 func (tr *turn) runCalls(calls []desk.MessageCall) ([]*tools.Result, string, error) {
+	exe := tr.t.Execution
+	cmds := make([]*desk.Command, len(calls))
+	for i, c := range calls {
+		cmds[i] = &desk.Command{ID: desk.NewID("cmd"), ExecutionID: exe.ID, SessionID: tr.x.ID, SurfaceID: exe.SurfaceID, CallID: c.ID,
+			Tool: c.Name, Arguments: normJSON(c.Arguments), Status: desk.CommandRequested, CreatedAt: desk.Now()}
+		if err := tr.a.store.CreateCommand(tr.ctx, cmds[i]); err != nil {
+			return nil, "", err
+		}
+	}
 	results := make([]*tools.Result, len(calls))
 	errs := make([]error, len(calls))
 	// A plan card comes first when /plan asked for one: other calls of the
-	// same step wait for it.
+	// same step wait for its decision (and are refused without one).
 	var wg sync.WaitGroup
+	first := map[int]bool{}
+	if _, owed := tr.planState(); owed {
+		for i, c := range calls {
+			if c.Name == "clarify" {
+				first[i] = true
+				wg.Go(func() { results[i], errs[i] = tr.runCall(cmds[i], c) })
+			}
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				// The calls that waited never run.
+				for i, cmd := range cmds {
+					if !first[i] {
+						t := desk.Now()
+						cmd.Status, cmd.FinishedAt = desk.CommandCancelled, &t
+						if uerr := tr.a.store.UpdateCommand(context.Background(), cmd); uerr != nil {
+							tr.a.log.Error("cancel command", "err", uerr, "command_id", cmd.ID)
+						}
+					}
+				}
+				return nil, "", err
+			}
+		}
+	}
 	for i, c := range calls {
-		wg.Go(func() { results[i], errs[i] = tr.runCall(c) })
+		if !first[i] {
+			wg.Go(func() { results[i], errs[i] = tr.runCall(cmds[i], c) })
+		}
 	}
 	wg.Wait()
 	stop := ""
@@ -341,15 +395,10 @@ func (tr *turn) runCalls(calls []desk.MessageCall) ([]*tools.Result, string, err
 // maxOutput bounds a command record's output.
 const maxOutput = 64 << 10
 
-func (tr *turn) runCall(c desk.MessageCall) (*tools.Result, error) {
+// runCall runs one tool call whose record cmd is requested.
+func (tr *turn) runCall(cmd *desk.Command, c desk.MessageCall) (*tools.Result, error) {
 	ctx := tr.ctx
 	exe := tr.t.Execution
-	now := desk.Now()
-	cmd := &desk.Command{ID: desk.NewID("cmd"), ExecutionID: exe.ID, SessionID: tr.x.ID, SurfaceID: exe.SurfaceID, CallID: c.ID,
-		Tool: c.Name, Arguments: normJSON(c.Arguments), Status: desk.CommandRequested, CreatedAt: now}
-	if err := tr.a.store.CreateCommand(ctx, cmd); err != nil {
-		return nil, err
-	}
 	finish := func(r *tools.Result, status string) (*tools.Result, error) {
 		t := desk.Now()
 		cmd.FinishedAt, cmd.Status = &t, status
@@ -372,7 +421,13 @@ func (tr *turn) runCall(c desk.MessageCall) (*tools.Result, error) {
 	if tool == nil {
 		return finish(tools.Fail(tools.CodeBadInput, "there is no tool named %q", c.Name), desk.CommandFailed)
 	}
-	if tr.forced && !tr.planned && c.Name != "clarify" {
+	tr.mu.Lock()
+	stopped := tr.stopped
+	tr.mu.Unlock()
+	if stopped != "" {
+		return finish(tools.Fail(tools.CodeDeclined, "not run: %s", stopped), desk.CommandDeclined)
+	}
+	if _, owed := tr.planState(); owed && c.Name != "clarify" {
 		return finish(tools.Fail(tools.CodeBadInput, "the user asked for a plan first (/plan): call clarify with a plan before other tools"), desk.CommandFailed)
 	}
 	if gated, summary := tool.Gate(tr.env, c.Arguments); gated {
@@ -408,8 +463,10 @@ func (tr *turn) runCall(c desk.MessageCall) (*tools.Result, error) {
 		finish(nil, desk.CommandFailed)
 		return nil, fmt.Errorf("tool %s: %w", c.Name, err)
 	}
-	if c.Name == "clarify" && res.Code == "" {
-		tr.planned = true
+	if res.Stop != "" {
+		tr.mu.Lock()
+		tr.stopped = res.Stop
+		tr.mu.Unlock()
 	}
 	status := desk.CommandSucceeded
 	if res.Code != "" {

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent/provider"
@@ -30,7 +29,7 @@ type assembled struct {
 // only (never stored). The world holds ids, names and counts, so its size
 // does not grow with the number of artifacts or items (S-Q).
 func (a *Agent) assemble(ctx context.Context, x *desk.Session, surface string, plan json.RawMessage, forced bool, model string, window int) (*assembled, error) {
-	ms, err := a.store.ListMessages(ctx, surface, 0, 0)
+	ms, err := a.recentMessages(ctx, surface, window)
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +57,46 @@ func (a *Agent) assemble(ctx context.Context, x *desk.Session, surface string, p
 	}
 	req.Messages = msgs
 	return &assembled{req: req, world: w}, nil
+}
+
+// pageSize is how many messages one read of the transcript takes.
+const pageSize = 200
+
+// recentMessages reads the transcript back from the newest message, a page
+// at a time, only until it holds more than the window could take: a long
+// conversation costs the step what the model can see, not its whole
+// history. It starts the result at a user message, so an exchange is never
+// cut in the middle (fitWindow then trims to the budget exactly).
+func (a *Agent) recentMessages(ctx context.Context, surface string, window int) ([]*desk.Message, error) {
+	var ms []*desk.Message
+	tokens := 0
+	before := int64(0)
+	for {
+		page, err := a.store.ListMessages(ctx, surface, before, pageSize)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(page, ms...)
+		if len(page) < pageSize {
+			return ms, nil // the whole transcript
+		}
+		before = page[0].Seq
+		for _, m := range page {
+			tokens += estimateTokens(m.Text)
+			for _, c := range m.ToolCalls {
+				tokens += estimateTokens(string(c.Arguments))
+			}
+		}
+		if window > 0 && tokens > window {
+			for i, m := range ms {
+				if m.Role == desk.RoleUser {
+					return ms[i:], nil
+				}
+			}
+			// No user message yet: one exchange bigger than the window;
+			// keep reading back to its start.
+		}
+	}
 }
 
 // toProvider maps the stored transcript to provider messages.
@@ -114,7 +153,8 @@ func fitWindow(msgs []provider.Message, system string, window int) []provider.Me
 
 // request is the turn's next model request.
 func (tr *turn) request() (provider.Request, error) {
-	as, err := tr.a.assemble(tr.ctx, tr.x, tr.t.Execution.SurfaceID, tr.plan, tr.forced && !tr.planned, tr.spec.Model, tr.prov.ContextWindow(tr.spec.Model))
+	plan, owed := tr.planState()
+	as, err := tr.a.assemble(tr.ctx, tr.x, tr.t.Execution.SurfaceID, plan, owed, tr.spec.Model, tr.prov.ContextWindow(tr.spec.Model))
 	if err != nil {
 		return provider.Request{}, err
 	}
@@ -159,7 +199,16 @@ func (a *Agent) Context(ctx context.Context, x *desk.Session, surface string) (*
 			}
 		}
 	}
-	as, err := a.assemble(ctx, x, surface, nil, false, spec.Model, window)
+	// While a turn of this surface runs here, its next step carries the
+	// turn's pinned plan (or its owed /plan card): show that too.
+	var plan json.RawMessage
+	owed := false
+	if cur, err := a.store.ActiveExecution(ctx, surface); err == nil && cur != nil {
+		if tr, ok := a.turns.Load(cur.ID); ok {
+			plan, owed = tr.(*turn).planState()
+		}
+	}
+	as, err := a.assemble(ctx, x, surface, plan, owed, spec.Model, window)
 	if err != nil {
 		return nil, err
 	}
@@ -228,5 +277,3 @@ func (a *Agent) Transcript(ctx context.Context, surface string, before int64, li
 	}
 	return out, nil
 }
-
-var _ = strings.TrimSpace

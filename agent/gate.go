@@ -80,11 +80,13 @@ func (tr *turn) gate(cmd *desk.Command, summary string) (bool, string, error) {
 	}
 	ap := &desk.Approval{ID: desk.NewID("apr"), SessionID: tr.x.ID, ExecutionID: tr.t.Execution.ID, CommandID: cmd.ID, Tool: cmd.Tool,
 		Summary: summary, Status: desk.ApprovalPending, CreatedAt: desk.Now()}
-	cmd.Status = desk.CommandWaiting
-	if err := tr.a.store.UpdateCommand(tr.ctx, cmd); err != nil {
+	// The request exists before the command says it waits, so whoever
+	// sees a waiting command finds what it waits for.
+	if err := tr.a.store.CreateApproval(tr.ctx, ap); err != nil {
 		return false, "", err
 	}
-	if err := tr.a.store.CreateApproval(tr.ctx, ap); err != nil {
+	cmd.Status = desk.CommandWaiting
+	if err := tr.a.store.UpdateCommand(tr.ctx, cmd); err != nil {
 		return false, "", err
 	}
 	tr.a.archive(tr.x.WorkspaceID, &archive.ApprovalRequested{Envelope: tr.envelope(), ApprovalID: ap.ID, Tool: ap.Tool, Summary: summary})
@@ -257,7 +259,9 @@ func (tr *turn) propose(ctx context.Context, commandID string, card json.RawMess
 		return "", "", err
 	}
 	if got.Status == desk.PlanApproved {
-		tr.plan = card
+		tr.mu.Lock()
+		tr.plan, tr.planned = card, true
+		tr.mu.Unlock()
 		tr.t.Emit("plan.pinned", map[string]any{"plan_id": p.ID})
 	}
 	return got.Status, got.Notes, nil

@@ -139,6 +139,11 @@ func (s *Service) run(item *desk.QueueItem, exe *desk.Execution) {
 	turn.Emit = func(typ string, data any) { s.emit(exe, typ, data) }
 
 	out, err := s.opts.Executor.Execute(ctx, turn)
+	// The scratch goes before the terminal phase commits, so whoever sees
+	// the execution settled never finds its scratch (PawWork S-H).
+	if rerr := os.RemoveAll(scratch); rerr != nil {
+		log.Error("remove scratch", "err", rerr)
+	}
 	if !r.started.Load() && err == nil && !r.stop.Load() {
 		// An executor that never signalled its handshake but finished
 		// cleanly did start.

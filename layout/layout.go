@@ -29,6 +29,10 @@ func (h Home) Workspace(ws string) string { return filepath.Join(h.Root, "worksp
 // Departed is where an offboarded workspace is moved whole.
 func (h Home) Departed(ws string) string { return filepath.Join(h.Root, "departed-workspaces", ws) }
 
+// Templates holds the registered templates, one directory per name and
+// version (templates/<name>/<version>/).
+func (h Home) Templates() string { return filepath.Join(h.Root, "templates") }
+
 // Abs turns a workspace-relative path (as returned by the Rel functions) into
 // a host path.
 func (h Home) Abs(ws, rel string) string {
@@ -45,6 +49,9 @@ const (
 	ItemsDir     = ".system/items"
 	GroupsDir    = ".system/groups"
 	ArchiveDir   = ".system/archive"
+	// TemplateBaseline is what a templated workspace got from its
+	// template, the base of its three-way upgrades.
+	TemplateBaseline = ".system/template/baseline.json"
 )
 
 // ActorRel is the actor's durable file area (Wesclaw ArtifactDir).

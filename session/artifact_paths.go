@@ -156,17 +156,19 @@ func (s *artifacts) PutPath(ctx context.Context, sessionID, rel string, in desk.
 	if old != nil && old.Immutable {
 		return nil, false, immutableErr(old)
 	}
-	undo := func() {}
-	if in.Admit != nil {
-		replaced := int64(-1)
-		if old != nil {
-			replaced = old.Size
-		}
-		u, err := in.Admit(replaced, got.size)
-		if err != nil {
-			return nil, false, err
-		}
-		undo = u
+	// The file API brings its own quota step; every other door (the
+	// agent's file tools) is held to the actor quota here.
+	admit := in.Admit
+	if admit == nil {
+		admit = func(replaced, size int64) (func(), error) { return s.admit(ctx, x, replaced, size) }
+	}
+	replaced := int64(-1)
+	if old != nil {
+		replaced = old.Size
+	}
+	undo, err := admit(replaced, got.size)
+	if err != nil {
+		return nil, false, err
 	}
 
 	if old == nil {

@@ -34,7 +34,7 @@ type execCommand struct{}
 
 func (execCommand) Name() string { return "exec_command" }
 func (execCommand) Description() string {
-	return "Run a shell command in a sandbox that sees only the guest file system (/artifacts, /context, /scratch, /workspace, declared host paths). Network is off unless the workspace allows it. Working directory: cwd if given, else the workspace's primary root, else /scratch. Files the command writes under /artifacts become artifacts. May need approval."
+	return "Run a shell command in a sandbox that sees only the guest file system (/artifacts, /context, /scratch, /workspace, declared host paths). Network is off unless the workspace allows it. Working directory: cwd if given, else the workspace's primary root, else /scratch. Files the command writes under /artifacts become artifacts. $DESK_ARTIFACTS, $DESK_SCRATCH and $DESK_WORKSPACE name those directories; use them in commands, because a full-access workspace runs commands on the host without a sandbox, where the guest paths do not exist. May need approval."
 }
 func (execCommand) Schema() json.RawMessage {
 	return schema(`{"type":"object","properties":{"command":{"type":"string"},"cwd":{"type":"string"},"timeout_seconds":{"type":"integer","minimum":1,"maximum":1800}},"required":["command"],"additionalProperties":false}`)
@@ -62,7 +62,8 @@ func (execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, erro
 		return Fail(CodeBadInput, "command is empty"), nil
 	}
 	runner := env.Sandbox
-	if env.Settings != nil && env.Settings.ApprovalMode == desk.ApprovalModeFullAccess {
+	direct := env.Settings != nil && env.Settings.ApprovalMode == desk.ApprovalModeFullAccess
+	if direct {
 		runner = sandbox.Direct() // full-access: no gate, no sandbox (documented)
 	}
 	if runner == nil {
@@ -86,8 +87,9 @@ func (execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, erro
 	}
 	spill := &spillWriter{dir: env.Home.Abs(env.Session.WorkspaceID, layout.ScratchRel(env.Execution.ID))}
 	defer spill.close()
+	vars, hostDirs := guestVars(mounts, direct)
 	res, err := runner.Run(ctx, sandbox.Spec{Mounts: mounts, Cwd: cwd, Command: a.Command, Network: env.Settings != nil && env.Settings.Network,
-		Timeout: timeout, MaxOutput: execKeep}, func(stream string, chunk []byte) {
+		Env: vars, Timeout: timeout, MaxOutput: execKeep}, func(stream string, chunk []byte) {
 		spill.write(stream, chunk)
 		if call.Output != nil {
 			call.Output(stream, chunk)
@@ -111,6 +113,13 @@ func (execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, erro
 		"timed_out": res.TimedOut, "stdout_bytes": res.StdoutBytes, "stderr_bytes": res.StderrBytes}
 	v := map[string]any{"exit_code": res.ExitCode, "stdout": res.Stdout, "stderr": res.Stderr, "timed_out": res.TimedOut,
 		"truncated": res.StdoutTruncated || res.StderrTruncated}
+	facts["sandboxed"] = !direct
+	if direct {
+		// Said plainly to the model too: what it ran touched the host.
+		v["sandboxed"] = false
+		v["host_dirs"] = hostDirs
+		v["note"] = "full-access: this command ran on the host without a sandbox; the guest directories are at the host paths in host_dirs ($DESK_ARTIFACTS, $DESK_SCRATCH, $DESK_WORKSPACE)"
+	}
 	out := &Result{Value: v, Facts: facts, Output: joinOutput(res.Stdout, res.Stderr)}
 	// Files the command left in /artifacts become artifacts of the session.
 	made, err := indexNew(ctx, env, before)
@@ -130,6 +139,33 @@ func (execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, erro
 	}
 	out.Artifacts = made
 	return out, nil
+}
+
+// guestDirs are the guest directories a command finds through variables.
+var guestDirs = map[string]string{"DESK_ARTIFACTS": "/artifacts", "DESK_SCRATCH": "/scratch", "DESK_WORKSPACE": "/workspace"}
+
+// guestVars are the variables naming the guest directories: their guest
+// paths inside the sandbox, their host paths for a command that runs on
+// the host (full-access), where the guest paths mean nothing. hostDirs
+// maps guest to host path in the latter case.
+func guestVars(mounts []sandbox.Mount, direct bool) (vars, hostDirs map[string]string) {
+	vars = map[string]string{}
+	if direct {
+		hostDirs = map[string]string{}
+	}
+	for name, guest := range guestDirs {
+		for _, m := range mounts {
+			if m.Guest != guest {
+				continue
+			}
+			vars[name] = guest
+			if direct {
+				vars[name] = m.Host
+				hostDirs[guest] = m.Host
+			}
+		}
+	}
+	return vars, hostDirs
 }
 
 func joinOutput(stdout, stderr string) string {
