@@ -15,6 +15,8 @@ const (
 	ECONFLICT     = "conflict"     // the request contradicts the current state
 	ETOOLARGE     = "too_large"    // a body or a quota limit was exceeded
 	EBUSY         = "busy"         // the target is occupied; retry later
+	EBLOCKED      = "blocked"      // running work prevents the operation; the message lists it
+	ESTALEPLAN    = "stale_plan"   // a plan's digest no longer matches what applying it would do
 	EUNAVAILABLE  = "unavailable"  // a dependency is down or the target is gone for good
 	EINTERNAL     = "internal"     // a failure of the machine, not of the request
 	ENOSPACE      = "insufficient_storage"

@@ -37,6 +37,10 @@ type ClaimRequest struct {
 	// TakeoverIdle is how long an attached surface must be idle before work
 	// from other origins is admitted without approval.
 	TakeoverIdle time.Duration
+	// OwnerStaleBefore: a workspace lease (a checkout-changing operation
+	// under way) holds claims in that workspace back unless its owner
+	// stopped or last beat before this time.
+	OwnerStaleBefore time.Time
 }
 
 // SettleRequest ends an execution.

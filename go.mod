@@ -8,7 +8,13 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
-require golang.org/x/net v0.62.0 // indirect
+require (
+	github.com/chromedp/cdproto v0.160.1 // indirect
+	github.com/chromedp/chromedp v0.23.1 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/yuin/goldmark v1.8.7 // indirect
+	golang.org/x/net v0.62.0 // indirect
+)
 
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0

@@ -13,6 +13,8 @@ type Store interface {
 	AgentStore
 	FilesStore
 	TransferStore
+	LifecycleStore
+	UIStore
 
 	// Workspaces.
 	CreateWorkspace(ctx context.Context, w *Workspace, owner *Actor) error

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/absorb"
 	"github.com/desk-runtime/desk/agent"
 	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/applog"
@@ -27,11 +28,15 @@ import (
 	"github.com/desk-runtime/desk/gc"
 	"github.com/desk-runtime/desk/httpapi"
 	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/lifecycle"
 	"github.com/desk-runtime/desk/selection"
 	"github.com/desk-runtime/desk/session"
 	"github.com/desk-runtime/desk/store/postgres"
 	"github.com/desk-runtime/desk/store/sqlite"
+	"github.com/desk-runtime/desk/template"
 	"github.com/desk-runtime/desk/transfer"
+	"github.com/desk-runtime/desk/uistate"
+	"github.com/desk-runtime/desk/web"
 	"github.com/desk-runtime/desk/workspace"
 )
 
@@ -57,6 +62,14 @@ type Config struct {
 	// Execution tunes the execution model (timeouts, the executor). Its
 	// Archive and Logger are filled in by Open.
 	Execution execution.Options
+	// Lifecycle tunes the workspace lifecycle (tests inject failures
+	// through it); its Sessions, Submit, Archive, Wake and Logger are
+	// filled in by Open.
+	Lifecycle lifecycle.Options
+	// Templates and Absorb tune template upgrades and absorbs (tests
+	// inject failures through their Hook); their Logger is filled in.
+	Templates template.Options
+	Absorb    absorb.Options
 	// Model is the server's default model (DESK_MODEL): openai:<model>,
 	// anthropic:<model>, openai-compatible:<base-url>#<model>; empty means
 	// none (sessions may still choose their own, e.g. script).
@@ -87,7 +100,15 @@ type App struct {
 	Agent      *agent.Agent
 	Files      *files.Service
 	Transfer   *transfer.Service
-	Handler    http.Handler
+	// Lifecycle runs offboard, restore, purge and ask; Guard is its
+	// operation guard (one lease per workspace), for other operations
+	// that change a workspace's checkout.
+	Lifecycle *lifecycle.Service
+	Guard     *lifecycle.Guard
+	Templates *template.Service
+	Absorb    *absorb.Service
+	UI        *uistate.Service // drafts, open holds, unread
+	Handler   http.Handler
 	// Logger is desk's own logger: every record lands in the app log
 	// (redacted) and goes on to Config.Logger.
 	Logger *slog.Logger
@@ -186,7 +207,40 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	if eo.Executor == nil {
 		eo.Executor, eo.Available = a.Agent, a.Agent.Available
 	}
+	lo := cfg.Lifecycle
+	lo.Sessions, lo.Archive, lo.Logger = a.Sessions, a.Archive, a.Logger.With("component", "lifecycle")
+	a.Lifecycle = lifecycle.New(store, home, lo)
+	to := cfg.Templates
+	to.Logger = a.Logger.With("component", "template")
+	a.Templates = template.New(store, home, a.Workspaces, a.Lifecycle, to)
+	ab := cfg.Absorb
+	ab.Logger = a.Logger.With("component", "absorb")
+	a.Absorb = absorb.New(store, home, a.Lifecycle, ab)
+	// Interrupted offboards, restores and purges are finished once this
+	// process is an owner (the guard's leases name it) and before any
+	// queued work is dispatched.
+	eo.BeforeDispatch = func(ctx context.Context) error {
+		a.Guard = lifecycle.NewGuard(store, a.Exec.OwnerID())
+		if eo.OwnerTTL > 0 {
+			a.Guard.OwnerTTL = eo.OwnerTTL
+		}
+		a.Guard.Released = a.Exec.Wake
+		a.Lifecycle.SetGuard(a.Guard)
+		if err := a.Lifecycle.Recover(ctx); err != nil {
+			return fmt.Errorf("startup recovery: %w", err)
+		}
+		// Template upgrades and absorbs come after the lifecycle, so an
+		// absorb finds its source's offboarding already settled.
+		if err := a.Templates.Recover(ctx); err != nil {
+			return fmt.Errorf("startup recovery: %w", err)
+		}
+		if err := a.Absorb.Recover(ctx); err != nil {
+			return fmt.Errorf("startup recovery: %w", err)
+		}
+		return nil
+	}
 	a.Exec = execution.New(store, home, eo)
+	a.Lifecycle.SetSubmitter(a.Exec.Submit, a.Exec.Wake)
 	a.Agent.SetSubmitter(a.Exec.Submit)
 	a.Collector = &gc.Collector{Store: store, Home: home, Running: a.Exec.Running}
 	session.SetBeforeDelete(a.Sessions, a.Exec.StopSession)
@@ -215,9 +269,17 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	}
 	api := &httpapi.Server{
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
-		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Files: a.Files, Transfer: a.Transfer, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
+		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		Logger: a.Logger.With("component", "http"), Version: cfg.Version,
 	}
+	// Unread follows turns that finish from now on; the web UI is served
+	// at / beside the API.
+	a.UI = uistate.New(store, a.Sessions, a.Exec, uistate.Options{Logger: a.Logger.With("component", "uistate")})
+	a.UI.Start()
+	api.UI = a.UI
+	api.Web = web.New(web.Deps{Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Files: a.Files,
+		Exec: a.Exec, Agent: a.Agent, Store: store, Logs: a.Logs, UI: a.UI, Catalog: a.Lifecycle,
+		Logger: a.Logger.With("component", "web"), Version: cfg.Version})
 	a.Handler = api.Handler()
 	return a, nil
 }
@@ -225,6 +287,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 // Close stops this process's executions, flushes the archive and the app
 // log, and releases the store.
 func (a *App) Close(ctx context.Context) error {
+	uerr := a.UI.Close(ctx)
 	eerr := a.Exec.Close(ctx)
 	a.Agent.Close()
 	aerr := a.Archive.Close(ctx)
@@ -237,7 +300,7 @@ func (a *App) Close(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return uerr
 }
 
 // Serve listens on addr until ctx is cancelled, then shuts down gracefully,

@@ -150,6 +150,11 @@ type fixtureSet struct {
 	ws, ses, art, grp, item, file string
 	srf, exe, q, blk, blkSes      string
 	apr, inp, pln                 string
+	// idle is a workspace with nothing running (to offboard), departed
+	// one already offboarded (to restore or purge).
+	idle, departed string
+	// tpl holds the template and absorb routes' own idle workspaces.
+	tpl tplFixture
 }
 
 func (w *world) fixtures(t *testing.T) fixtureSet {
@@ -193,9 +198,13 @@ func (w *world) fixtures(t *testing.T) fixtureSet {
 	inp := w.scripted(t, map[string]any{"name": "request_user_input", "arguments": map[string]any{"questions": []map[string]any{
 		{"question": "Which?", "options": []map[string]any{{"label": "a", "recommended": true}, {"label": "b"}}}}}}, "/input-requests", "input_requests")
 	pln := w.scripted(t, map[string]any{"name": "clarify", "arguments": map[string]any{"plan": map[string]any{"title": "Do it", "steps": []string{"one"}}}}, "", "")
+	var idle, departed desk.Workspace
+	w.Must(201, "POST", "/v1/workspaces", map[string]string{"name": "idle"}, &idle)
+	w.Must(201, "POST", "/v1/workspaces", map[string]string{"name": "departed"}, &departed)
+	w.Must(200, "POST", "/v1/workspaces/"+departed.ID+"/offboard", map[string]string{"reason": "fixture"}, nil)
 	return fixtureSet{ws: w.ws.ID, ses: x.ID, art: a.ID, grp: g.ID, item: it.ID, file: a.Path,
 		srf: x.SurfaceID, exe: first.ExecutionID, q: second.Item.ID, blk: bs.Blocks[0].ID, blkSes: y.ID,
-		apr: apr, inp: inp, pln: pln}
+		apr: apr, inp: inp, pln: pln, idle: idle.ID, departed: departed.ID, tpl: w.templateFixtures(t)}
 }
 
 // scripted runs a script session whose one step makes the given tool call
@@ -247,6 +256,14 @@ func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (st
 		// The block lives in the second fixture session.
 		url = strings.Replace(url, "/sessions/"+f.ses+"/", "/sessions/"+f.blkSes+"/", 1)
 	}
+	// The fixture workspace runs work, which blocks offboarding.
+	switch {
+	case strings.HasSuffix(p, "/offboard"):
+		url = strings.Replace(url, f.ws, f.idle, 1)
+	case strings.HasSuffix(p, "/restore"), strings.HasSuffix(p, "/purge"):
+		url = strings.Replace(url, f.ws, f.departed, 1)
+	}
+	url = f.tpl.rewrite(p, url, f.ws)
 	var q []string
 	for _, prm := range asList(op["parameters"]) {
 		m := prm.(map[string]any)
@@ -263,6 +280,8 @@ func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (st
 				}
 			case "prefix":
 				q = append(q, "prefix=/sessions/"+f.ses+"/")
+			case "source":
+				q = append(q, "source="+f.tpl.source)
 			default:
 				t.Fatalf("%s: no fixture for required query %v", name, m["name"])
 			}
@@ -283,6 +302,9 @@ func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (st
 		return url, []byte("# bytes\n")
 	}
 	ref := content["application/json"].(map[string]any)["schema"].(map[string]any)["$ref"].(string)
+	if b, ok := f.tpl.body(strings.TrimPrefix(ref, "#/components/schemas/")); ok {
+		return url, b
+	}
 	switch strings.TrimPrefix(ref, "#/components/schemas/") {
 	case "WorkspaceCreate", "GroupCreate":
 		return url, map[string]string{"name": "made"}
@@ -303,6 +325,12 @@ func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (st
 		return url, map[string]string{"to": "front"}
 	case "QueueResume", "Interrupt":
 		return url, map[string]string{}
+	case "OffboardRequest":
+		return url, map[string]string{"reason": "contract test"}
+	case "PurgeRequest":
+		return url, map[string]string{"confirm": f.departed}
+	case "AskRequest":
+		return url, map[string]any{"target": map[string]string{"kind": "session", "id": f.ses}, "prompt": "hello"}
 	case "ResolveRequest":
 		return url, map[string]any{"target": map[string]string{"kind": "session", "id": f.ses}}
 	case "ApprovalDecision":
@@ -320,6 +348,10 @@ func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (st
 		return url, map[string]any{"blocking_input": false}
 	case "LogSeen":
 		return url, map[string]int{"seq": 0}
+	case "DraftPut":
+		return url, map[string]string{"text": "a draft"}
+	case "SessionView":
+		return url, map[string]string{"viewer": "contract-test"}
 	case "PressureRequest":
 		return url, map[string]string{"level": "soft"}
 	case "WorkspacePatch":

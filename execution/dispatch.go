@@ -84,6 +84,7 @@ func (s *Service) claim(surfaceID string) (*desk.QueueItem, *desk.Execution) {
 	item, exe, err := s.store.Claim(s.ctx, desk.ClaimRequest{
 		SurfaceID: surfaceID, Owner: s.owner.ID, ExecutionID: desk.NewID(desk.PrefixExecution),
 		Now: now, LeaseUntil: now.Add(s.opts.LeaseTTL), TakeoverIdle: s.opts.TakeoverIdle,
+		OwnerStaleBefore: now.Add(-s.opts.OwnerTTL),
 	})
 	if err != nil {
 		// A surface that vanished (its session was deleted) is no journal

@@ -66,6 +66,12 @@ type Options struct {
 	AttachTTL time.Duration
 	// EventRetention is how long events stay resumable (24h).
 	EventRetention time.Duration
+	// BeforeDispatch, when set, runs in Open once this process is a
+	// registered owner and dead owners' executions are recovered, and
+	// before anything is dispatched: startup recovery that must finish
+	// before queued work runs (the workspace lifecycle) goes here. Its
+	// error fails Open.
+	BeforeDispatch func(ctx context.Context) error
 	Now            func() time.Time
 }
 
@@ -161,6 +167,13 @@ func (s *Service) Open(ctx context.Context) error {
 	if err := s.sweepScratch(ctx); err != nil {
 		return fmt.Errorf("sweep scratch: %w", err)
 	}
+	if s.opts.BeforeDispatch != nil {
+		if err := s.opts.BeforeDispatch(ctx); err != nil {
+			s.cancel()
+			_ = s.store.StopOwner(context.Background(), s.owner.ID, s.opts.Now())
+			return err
+		}
+	}
 	s.wg.Add(1)
 	go s.loop()
 	// Work that was queued while no desk ran.
@@ -193,6 +206,14 @@ func (s *Service) Close(ctx context.Context) error {
 
 // OwnerID is this process's owner id.
 func (s *Service) OwnerID() string { return s.owner.ID }
+
+// Wake looks for queued work now instead of at the next poll: after a
+// workspace is restored, its queued rows become admissible again.
+func (s *Service) Wake() {
+	if s.ctx != nil && s.ctx.Err() == nil {
+		s.dispatchQueued(s.ctx)
+	}
+}
 
 // Running reports whether an execution is still active anywhere; the
 // garbage collector keeps such an execution's scratch.
@@ -309,6 +330,11 @@ func (s *Service) Submit(ctx context.Context, sessionID string, in desk.SubmitIn
 	}
 	if len(in.IdempotencyKey) > 200 {
 		return nil, desk.Errorf(desk.EINVALID, "idempotency_key must be at most 200 bytes")
+	}
+	if w, err := s.store.GetWorkspace(ctx, x.WorkspaceID); err != nil {
+		return nil, err
+	} else if w.State != desk.WorkspaceActive {
+		return nil, desk.Errorf(desk.ECONFLICT, "workspace %s of session %s is %s; it takes no work until it is restored", w.ID, x.ID, w.State)
 	}
 	if x.Lifecycle == desk.SessionRetired {
 		return nil, desk.Errorf(desk.ECONFLICT, "session %s is retired; recall it before sending work", x.ID)

@@ -22,12 +22,21 @@ type ignoredOrigin struct {
 func (s *Server) createWorkspace(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Name string `json:"name"`
+		// Template ("name" or "name@version") fills checkout/ from a
+		// registered template and records the baseline for upgrades.
+		Template string `json:"template"`
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	ws, err := s.Workspaces.CreateWorkspace(r.Context(), in.Name)
+	var ws *desk.Workspace
+	var err error
+	if in.Template != "" {
+		ws, err = s.Templates.CreateWorkspace(r.Context(), in.Name, in.Template)
+	} else {
+		ws, err = s.Workspaces.CreateWorkspace(r.Context(), in.Name)
+	}
 	if err != nil {
 		return err
 	}

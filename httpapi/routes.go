@@ -47,7 +47,8 @@ func (s *Server) routes() []route {
 	for _, part := range [][]route{
 		systemRoutes(), workspaceRoutes(), sessionRoutes(), artifactRoutes(),
 		groupRoutes(), guestRoutes(), archiveRoutes(), logRoutes(), adminRoutes(),
-		executionRoutes(), agentRoutes(), filesRoutes(), transferRoutes(),
+		executionRoutes(), agentRoutes(), filesRoutes(), transferRoutes(), uiRoutes(),
+		lifecycleRoutes(), templateRoutes(), absorbRoutes(),
 	} {
 		all = append(all, part...)
 	}

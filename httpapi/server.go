@@ -39,6 +39,11 @@ type Server struct {
 	Logs       AppLogs
 	Archive    Archive
 	LogQuery   LogQuery
+	UI         UIState
+	Lifecycle  Lifecycle
+	Templates  Templates
+	Absorb     Absorber
+	Web        http.Handler // everything outside the API (the web UI at /); nil: JSON not-found
 	Logger     *slog.Logger
 	Version    string
 }
@@ -61,9 +66,19 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(rt.Method+" "+rt.Path, h)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if s.Web != nil && !apiPath(r.URL.Path) {
+			s.Web.ServeHTTP(w, r)
+			return
+		}
 		writeError(w, desk.Errorf(desk.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path))
 	})
 	return mux
+}
+
+// apiPath reports whether a path belongs to the API, whose unknown routes
+// answer JSON errors rather than the web UI.
+func apiPath(p string) bool {
+	return p == "/v1" || strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/cells/") || p == "/healthz"
 }
 
 // wrap authenticates (unless the route is public), runs the handler and
@@ -80,7 +95,10 @@ func (s *Server) wrap(rt route) http.Handler {
 			}
 			r = r.WithContext(desk.WithPrincipal(r.Context(), p))
 		}
-		err := rt.handle(s, w, r)
+		err := s.admit(rt, r)
+		if err == nil {
+			err = rt.handle(s, w, r)
+		}
 		if err != nil {
 			if desk.ErrorCode(err) == desk.EINTERNAL {
 				s.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -116,7 +134,7 @@ func StatusOf(code string) int {
 		return http.StatusForbidden
 	case desk.ENOTFOUND:
 		return http.StatusNotFound
-	case desk.ECONFLICT, desk.EBUSY:
+	case desk.ECONFLICT, desk.EBUSY, desk.EBLOCKED, desk.ESTALEPLAN:
 		return http.StatusConflict
 	case desk.ETOOLARGE:
 		return http.StatusRequestEntityTooLarge

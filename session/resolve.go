@@ -30,6 +30,9 @@ func (s *sessions) Resolve(ctx context.Context, t desk.ResolveTarget) (*desk.Res
 	case "artifact":
 		if a, err := s.store.GetArtifact(ctx, t.ID); err == nil {
 			x, _ = visibleSession(ctx, s.store, a.SessionID)
+		} else if tb, err := s.store.GetArtifactTombstone(ctx, t.ID); err == nil {
+			// A purge deleted the artifact but kept who made it.
+			x, _ = visibleSession(ctx, s.store, tb.SessionID)
 		}
 	case "workspace":
 		t.WorkspaceID = t.ID

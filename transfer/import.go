@@ -267,8 +267,10 @@ func (x *extractor) readManifest(tr io.Reader, h *tar.Header) error {
 		}
 	}
 	// Refuse a taken id now, before gigabytes are unpacked for nothing.
-	if _, err := x.s.store.GetWorkspace(x.ctx, m.WorkspaceID); err == nil {
-		return desk.Errorf(desk.ECONFLICT, "workspace %s already exists in this desk; an import never replaces a workspace", m.WorkspaceID)
+	// The catalog keeps every workspace ever created, departed and purged
+	// ones too, so a used id is refused whatever became of it.
+	if w, err := x.s.store.GetWorkspace(x.ctx, m.WorkspaceID); err == nil {
+		return desk.Errorf(desk.ECONFLICT, "workspace id %s is permanently reserved: this desk's catalog has it (%s); an import never replaces or reuses a workspace", m.WorkspaceID, w.State)
 	} else if !desk.IsCode(err, desk.ENOTFOUND) {
 		return err
 	}

@@ -32,6 +32,8 @@ func addClientCommands(root *cobra.Command, g *globals) {
 		executionsCmd(g),
 		eventsCmd(g),
 		filesCmd(g),
+		askCmd(g),
+		templateCmd(g),
 	)
 }
 

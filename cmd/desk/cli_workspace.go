@@ -21,7 +21,7 @@ func workspaceCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				w, err := c.CreateWorkspace(cmd.Context(), a[0])
+				w, err := createWorkspace(cmd, c, a[0])
 				if err != nil {
 					return err
 				}
@@ -74,6 +74,9 @@ func workspaceCmd(g *globals) *cobra.Command {
 		},
 	)
 	cmd.AddCommand(workspaceTransferCmds(g)...)
+	cmd.AddCommand(workspaceLifecycleCmds(g)...)
+	cmd.AddCommand(workspaceAbsorbCmd(g))
+	addTemplateFlag(cmd)
 	return cmd
 }
 

@@ -64,7 +64,7 @@ func exitCode(err error) int {
 		return exitAuth
 	case desk.ENOTFOUND:
 		return exitNotFound
-	case desk.ECONFLICT, desk.EBUSY:
+	case desk.ECONFLICT, desk.EBUSY, desk.EBLOCKED, desk.ESTALEPLAN:
 		return exitConflict
 	case desk.EUNAVAILABLE:
 		return exitUnavailable

@@ -47,6 +47,7 @@ func Open(ctx context.Context, dsn string) (*sqlstore.DB, error) {
 		IsUniqueViolation: isUnique,
 		Locker:            locker,
 		ForUpdate:         " FOR UPDATE",
+		ForShare:          " FOR SHARE",
 		// Measured: with the event counter serializing commits, batching
 		// transactions beats running them side by side (82 vs 48
 		// executions/s in bench/execution).

@@ -378,6 +378,27 @@ func (s *DB) Claim(ctx context.Context, r desk.ClaimRequest) (*desk.QueueItem, *
 		if deleting || lifecycle == desk.SessionRetired {
 			return nil
 		}
+		// Nothing starts in a workspace that is not active (offboarding,
+		// departed, restoring, purged): offboarding's check for running
+		// work relies on it.
+		// The row is read with a shared lock that a workspace lease's
+		// acquisition conflicts with, so a claim and an operation taking
+		// the workspace's lease are ordered: either the claim commits
+		// first and the operation sees its execution running, or the
+		// lease is committed first and the claim sees it below.
+		var state string
+		if err := s.queryRow(ctx, tx, `SELECT state FROM workspaces WHERE id = ?`+s.d.ForShare, srf.WorkspaceID).Scan(&state); err != nil {
+			return notFound(err, "workspace", srf.WorkspaceID)
+		}
+		if state != desk.WorkspaceActive {
+			return nil
+		}
+		// Nothing starts while a live desk process changes the
+		// workspace's checkout (template upgrade, absorb, offboard…);
+		// releasing the lease wakes the dispatchers.
+		if held, err := s.liveLease(ctx, tx, srf.WorkspaceID, r.OwnerStaleBefore); err != nil || held {
+			return err
+		}
 		busy, err := s.hasActiveExecution(ctx, tx, r.SurfaceID)
 		if err != nil || busy {
 			return err

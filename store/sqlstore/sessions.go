@@ -133,6 +133,8 @@ func (s *DB) PurgeSession(ctx context.Context, id string) error {
 			`DELETE FROM item_leases WHERE execution_id IN (SELECT id FROM executions WHERE session_id = ?)`,
 			`DELETE FROM executions WHERE session_id = ?`,
 			`DELETE FROM blocks WHERE session_id = ?`,
+			`DELETE FROM ui_drafts WHERE session_id = ?`,
+			`DELETE FROM ui_session_views WHERE session_id = ?`,
 			`DELETE FROM surfaces WHERE session_id = ?`,
 			`DELETE FROM sessions WHERE id = ?`,
 		} {

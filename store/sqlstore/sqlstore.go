@@ -44,6 +44,10 @@ type Dialect struct {
 	// until the transaction ends (" FOR UPDATE" on Postgres). SQLite needs
 	// none: its transactions take the database's write lock at BEGIN.
 	ForUpdate string
+	// ForShare is appended to a SELECT whose rows must not change, and
+	// must not be locked FOR UPDATE by another transaction, until this
+	// one ends (" FOR SHARE" on Postgres; none on SQLite, as ForUpdate).
+	ForShare string
 	// GroupCommit sends every write transaction through one committer that
 	// commits concurrent transactions together (see commit.go). SQLite,
 	// which admits one writer at a time, needs it; a server database with

@@ -32,6 +32,8 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Owners", func(t *testing.T) { testOwners(t, open(t)) })
 	t.Run("AppLog", func(t *testing.T) { testAppLog(t, open(t)) })
 	t.Run("Files", func(t *testing.T) { testFiles(t, open) })
+	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, open) })
+	t.Run("UI", func(t *testing.T) { testUI(t, open(t)) })
 }
 
 var ctx = context.Background()

@@ -1,0 +1,68 @@
+package client
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/lifecycle"
+)
+
+// Catalog lists every workspace ever created (the admin) or the token's own.
+func (c *Client) Catalog(ctx context.Context) ([]*desk.CatalogEntry, error) {
+	var out struct {
+		Workspaces []*desk.CatalogEntry `json:"workspaces"`
+	}
+	if err := c.doJSON(ctx, http.MethodGet, "/v1/catalog", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Workspaces, nil
+}
+
+// CatalogEntry returns one workspace's catalog row.
+func (c *Client) CatalogEntry(ctx context.Context, ws string) (*desk.CatalogEntry, error) {
+	var e desk.CatalogEntry
+	if err := c.doJSON(ctx, http.MethodGet, "/v1/catalog/"+esc(ws), nil, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// Offboard offboards a workspace (admin): a running execution answers
+// desk.EBLOCKED; an already departed workspace answers Changed false.
+func (c *Client) Offboard(ctx context.Context, ws string, in lifecycle.OffboardInput) (*lifecycle.Result, error) {
+	var out lifecycle.Result
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/workspaces/"+esc(ws)+"/offboard", in, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Restore moves a departed workspace back and recalls its sessions (admin).
+func (c *Client) Restore(ctx context.Context, ws string) (*lifecycle.Result, error) {
+	var out lifecycle.Result
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/workspaces/"+esc(ws)+"/restore", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Purge deletes a departed workspace for good (admin); confirm must repeat
+// the workspace id.
+func (c *Client) Purge(ctx context.Context, ws, confirm string) (*lifecycle.Result, error) {
+	var out lifecycle.Result
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/workspaces/"+esc(ws)+"/purge", map[string]string{"confirm": confirm}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Ask resolves a target and queues the prompt on the session it resolves
+// to; an unavailable target dispatches nothing and says why.
+func (c *Client) Ask(ctx context.Context, in lifecycle.AskInput) (*lifecycle.AskResult, error) {
+	var out lifecycle.AskResult
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/ask", in, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

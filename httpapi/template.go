@@ -1,0 +1,88 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/desk-runtime/desk"
+)
+
+// Templates is the template service the API serves.
+type Templates interface {
+	Add(ctx context.Context, name, version string, files []desk.TemplateFile) (*desk.TemplateVersion, error)
+	List(ctx context.Context) ([]*desk.TemplateVersion, error)
+	CreateWorkspace(ctx context.Context, name, ref string) (*desk.Workspace, error)
+	Plan(ctx context.Context, ws, to string) (*desk.UpgradePlan, error)
+	Apply(ctx context.Context, ws, to string, in desk.UpgradeApply) (*desk.UpgradeResult, error)
+}
+
+var toParam = []param{{Name: "to", Type: "string", Doc: "the template version to upgrade to; default: the version registered last"}}
+
+func templateRoutes() []route {
+	return []route{
+		{Method: "POST", Path: "/v1/templates", Tag: "templates", Summary: "Register a template version (admin). Versions are immutable: registering one that exists is 409.",
+			Body: "TemplateCreate", Resp: "TemplateVersion", Status: 201, handle: (*Server).addTemplate},
+		{Method: "GET", Path: "/v1/templates", Tag: "templates", Summary: "List every registered template version (admin), by name and registration time.",
+			Resp: "TemplateList", Status: 200, handle: (*Server).listTemplates},
+		{Method: "GET", Path: "/v1/workspaces/{ws}/template-upgrade", Tag: "templates", Summary: "Plan upgrading the workspace's managed template files (admin): per path unchanged, ready, preserved, conflict, add or remove, three-way merged against the recorded baseline, with the plan's digest. Changes nothing.",
+			Query: toParam, Resp: "UpgradePlan", Status: 200, handle: (*Server).planUpgrade},
+		{Method: "POST", Path: "/v1/workspaces/{ws}/template-upgrade", Tag: "templates", Summary: "Apply exactly the plan with this digest (admin), with a resolution per conflict: 409 stale_plan when the plan moved on, 409 on an unresolved conflict, running sessions (blocked) or a staged git index. Never writes conflict markers; commits when the checkout is a git repository.",
+			Query: toParam, Body: "UpgradeApply", Resp: "UpgradeResult", Status: 200, handle: (*Server).applyUpgrade},
+	}
+}
+
+func (s *Server) addTemplate(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Name    string              `json:"name"`
+		Version string              `json:"version"`
+		Files   []desk.TemplateFile `json:"files"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	tv, err := s.Templates.Add(r.Context(), in.Name, in.Version, in.Files)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, tv)
+	return nil
+}
+
+func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) error {
+	all, err := s.Templates.List(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"templates": nonNil(all)})
+	return nil
+}
+
+func (s *Server) planUpgrade(w http.ResponseWriter, r *http.Request) error {
+	ws, err := pathID(r, "ws", desk.PrefixWorkspace)
+	if err != nil {
+		return err
+	}
+	p, err := s.Templates.Plan(r.Context(), ws, r.URL.Query().Get("to"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, p)
+	return nil
+}
+
+func (s *Server) applyUpgrade(w http.ResponseWriter, r *http.Request) error {
+	ws, err := pathID(r, "ws", desk.PrefixWorkspace)
+	if err != nil {
+		return err
+	}
+	var in desk.UpgradeApply
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	res, err := s.Templates.Apply(r.Context(), ws, r.URL.Query().Get("to"), in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}

@@ -1,0 +1,129 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/desk-runtime/desk"
+)
+
+// DefaultOwnerTTL is how long an owner may miss heartbeats before its
+// leases are taken over; it matches the execution service's default.
+const DefaultOwnerTTL = 15 * time.Second
+
+// Guard hands out one lease per workspace for checkout-changing operations
+// (offboard, restore, purge, template-upgrade, absorb).
+//
+// Leases live in the store, so they are shared by every desk process on
+// one database. A lease names the owner (the desk process, as registered
+// by the execution service) that holds it; a lease whose owner stopped,
+// is not registered, is a gone process on this machine, or missed its
+// heartbeats for OwnerTTL is taken over by the next Acquire. The owner
+// passed to NewGuard must therefore be a registered, heartbeating owner
+// (the execution service's OwnerID), or other processes will take its
+// leases away.
+type Guard struct {
+	store desk.Store
+	owner string
+	// OwnerTTL is how long an owner may miss heartbeats before its leases
+	// are reclaimable (DefaultOwnerTTL).
+	OwnerTTL time.Duration
+	// Now is the clock (desk.Now).
+	Now func() time.Time
+	// Released, when set, is called after a lease is given back: queued
+	// work the lease held back (claims skip a leased workspace) may run
+	// now, so the app points it at the dispatchers' wake-up.
+	Released func()
+}
+
+// NewGuard returns a guard that takes leases for owner, this process's
+// owner id.
+func NewGuard(store desk.Store, owner string) *Guard {
+	return &Guard{store: store, owner: owner, OwnerTTL: DefaultOwnerTTL, Now: desk.Now}
+}
+
+// Owner is the owner id the guard takes leases for.
+func (g *Guard) Owner() string { return g.owner }
+
+// Acquire takes the leases of all the given workspaces, all-or-nothing, in a fixed
+// (sorted) order. A held lease answers desk.Errorf(desk.ECONFLICT, "workspace %s is busy with %s", ws, op).
+//
+// release gives the leases back; it may be called more than once and
+// uses its own short context, so a cancelled request still releases.
+func (g *Guard) Acquire(ctx context.Context, op string, workspaceIDs ...string) (release func(), err error) {
+	if op == "" {
+		return nil, desk.Errorf(desk.EINVALID, "a lease needs an operation name")
+	}
+	if len(workspaceIDs) == 0 {
+		return nil, desk.Errorf(desk.EINVALID, "a lease needs at least one workspace")
+	}
+	dead, err := g.deadOwners(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := g.Now()
+	id := desk.NewID("lse")
+	err = g.store.AcquireWorkspaceLeases(ctx, desk.LeaseRequest{
+		LeaseID: id, Op: op, Owner: g.owner, WorkspaceIDs: workspaceIDs, Now: now,
+		StaleBefore: now.Add(-g.OwnerTTL), DeadOwners: dead,
+	})
+	if err != nil {
+		return nil, err
+	}
+	released := false
+	return func() {
+		if released {
+			return
+		}
+		released = true
+		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		// A release that fails leaves a lease that a restart (the owner
+		// stops) or the heartbeat timeout frees; nothing is lost.
+		_ = g.store.ReleaseWorkspaceLeases(rctx, id)
+		if g.Released != nil {
+			g.Released()
+		}
+	}, nil
+}
+
+// deadOwners lists the registered owners whose process is gone: on this
+// machine and boot, a pid that no longer runs. The store decides the rest
+// (stopped, unregistered, stale heartbeat) itself.
+func (g *Guard) deadOwners(ctx context.Context) ([]string, error) {
+	owners, err := g.store.ListOwners(ctx)
+	if err != nil {
+		return nil, err
+	}
+	host := hostIdentity()
+	var dead []string
+	for _, o := range owners {
+		if o.ID != g.owner && o.StoppedAt.IsZero() && o.Host == host && !pidAlive(o.PID) {
+			dead = append(dead, o.ID)
+		}
+	}
+	return dead, nil
+}
+
+// hostIdentity names this machine and boot the way the execution service
+// registers owners, so a pid is only judged on the machine it ran on.
+func hostIdentity() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return h + "/" + strings.TrimSpace(string(boot))
+}
+
+func pidAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -1,0 +1,316 @@
+// Package lifecycle owns the workspace lifecycle of the OpenAlice seed: the
+// catalog every workspace ever created stays in, the operation guard that
+// serializes checkout-changing operations (one lease per workspace, shared
+// by every desk process on one database), offboarding with HANDOFF.md,
+// restore, purge, the recovery journals that let startup finish or undo an
+// interrupted operation, and the cross-workspace ask built on follow-up
+// resolution.
+//
+// Every operation takes the workspace's lease, writes its journal, then
+// writes the catalog state before it moves or deletes a file, and deletes
+// the journal last. Recover, run at startup before queued work is
+// dispatched, finds the journals a crash left and rolls each operation
+// forward (or back, when it never passed its checks); running it twice
+// changes nothing.
+//
+// Callers that already hold a workspace's lease (absorb, which holds both
+// its workspaces' leases and then offboards the source) pass
+// OffboardInput.HeldLease, so the offboarding does not ask for the lease it
+// is running under. Other packages with journaled operations register
+// their recovery with RegisterRecovery, so one pass at startup covers all.
+//
+// It must never delete a catalog row, reuse a workspace id, move a
+// directory before the catalog says so, or touch a workspace whose lease
+// another live process holds.
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/layout"
+)
+
+// EBLOCKED is the error code of an offboarding refused while work of the
+// workspace runs (HTTP 409).
+const EBLOCKED = desk.EBLOCKED
+
+// Archive is the part of the archive the lifecycle needs: open files of a
+// workspace are closed before its directory moves.
+type Archive interface {
+	CloseWorkspace(ctx context.Context, ws string) error
+}
+
+// Submitter queues a message on a session (the execution service's
+// Submit); ask uses it.
+type Submitter func(ctx context.Context, sessionID string, in desk.SubmitInput) (*desk.SubmitResult, error)
+
+// RecoverFunc finishes or rolls back one interrupted operation of another
+// package, given its journal. It takes whatever leases it needs itself and
+// deletes the journal when done; a second call with the same journal must
+// change nothing.
+type RecoverFunc func(ctx context.Context, j *desk.LifecycleJournal) error
+
+// Options configure the service.
+type Options struct {
+	// Sessions resolves ask targets.
+	Sessions desk.SessionService
+	// Submit queues ask prompts.
+	Submit Submitter
+	// Archive, when set, has a workspace's files closed before it moves.
+	Archive Archive
+	// Wake, when set, is called after a restore so the restored
+	// workspace's queued work is dispatched without waiting for a poll.
+	Wake   func()
+	Logger *slog.Logger
+	Now    func() time.Time
+	// Fail, when set, is called at the named steps of every operation; an
+	// error it returns stops the operation right there, as a crash would
+	// (journal, state and files left as they are). Tests use it.
+	Fail func(op, step string) error
+}
+
+// Service runs lifecycle operations.
+type Service struct {
+	store desk.Store
+	home  layout.Home
+	opts  Options
+	log   *slog.Logger
+
+	mu         sync.Mutex
+	guard      *Guard
+	recoverers map[string]RecoverFunc
+
+	sessionWS sync.Map // session id → workspace id; a session never moves
+}
+
+// New returns the service. SetGuard must be called before any operation:
+// the guard needs this process's owner id, which exists only once the
+// execution service registered it.
+func New(store desk.Store, home layout.Home, opts Options) *Service {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = desk.Now
+	}
+	return &Service{store: store, home: home, opts: opts, log: opts.Logger, recoverers: map[string]RecoverFunc{}}
+}
+
+// SetSubmitter installs what ask queues prompts with and what a restore
+// wakes the dispatcher with, once the execution service exists.
+func (s *Service) SetSubmitter(submit Submitter, wake func()) {
+	s.mu.Lock()
+	s.opts.Submit, s.opts.Wake = submit, wake
+	s.mu.Unlock()
+}
+
+// SetGuard installs the operation guard.
+func (s *Service) SetGuard(g *Guard) {
+	s.mu.Lock()
+	s.guard = g
+	s.mu.Unlock()
+}
+
+// Guard returns the operation guard (nil before SetGuard).
+func (s *Service) Guard() *Guard {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.guard
+}
+
+// RegisterRecovery has Recover hand journals of op to fn.
+func (s *Service) RegisterRecovery(op string, fn RecoverFunc) {
+	s.mu.Lock()
+	s.recoverers[op] = fn
+	s.mu.Unlock()
+}
+
+func (s *Service) acquire(ctx context.Context, op, ws string) (func(), error) {
+	g := s.Guard()
+	if g == nil {
+		return nil, desk.Errorf(desk.EUNAVAILABLE, "the workspace lifecycle is not started yet")
+	}
+	return g.Acquire(ctx, op, ws)
+}
+
+func (s *Service) owner() string {
+	if g := s.Guard(); g != nil {
+		return g.Owner()
+	}
+	return ""
+}
+
+func (s *Service) fail(op, step string) error {
+	if s.opts.Fail == nil {
+		return nil
+	}
+	return s.opts.Fail(op, step)
+}
+
+func requireAdmin(ctx context.Context, what string) error {
+	p, ok := desk.PrincipalFrom(ctx)
+	if !ok {
+		return desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
+	}
+	if !p.Admin {
+		return desk.Errorf(desk.EFORBIDDEN, "only the admin token may %s", what)
+	}
+	return nil
+}
+
+// Result answers offboard, restore and purge.
+type Result struct {
+	Workspace *desk.CatalogEntry `json:"workspace"`
+	// Changed is false when the workspace already was where the
+	// operation leads (a repeated offboard, restore or purge).
+	Changed bool `json:"changed"`
+	// Path is where the workspace's directory now is ("" once purged).
+	Path string `json:"path,omitempty"`
+}
+
+// OffboardResult answers Offboard.
+type OffboardResult = Result
+
+// Catalog lists every workspace ever created (the admin), or the caller's
+// own workspace (an actor token).
+func (s *Service) Catalog(ctx context.Context) ([]*desk.CatalogEntry, error) {
+	p, ok := desk.PrincipalFrom(ctx)
+	if !ok {
+		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
+	}
+	all, err := s.store.ListCatalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if p.Admin {
+		return all, nil
+	}
+	var out []*desk.CatalogEntry
+	for _, e := range all {
+		if p.CanSeeWorkspace(e.WorkspaceID) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// CatalogEntry returns one workspace's catalog row.
+func (s *Service) CatalogEntry(ctx context.Context, ws string) (*desk.CatalogEntry, error) {
+	p, ok := desk.PrincipalFrom(ctx)
+	if !ok {
+		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
+	}
+	if !p.CanSeeWorkspace(ws) {
+		return nil, desk.Errorf(desk.ENOTFOUND, "workspace %s not found", ws)
+	}
+	return s.store.GetCatalogEntry(ctx, ws)
+}
+
+// Ref names what a request is about; Admit finds its workspace.
+type Ref struct {
+	Workspace, Session, Group, Execution string
+}
+
+// Admit answers a clear 409 when the workspace a request is about is not
+// active (offboarding, departed, restoring, purging or purged): such a
+// workspace takes no work, and its directory is not where writers would
+// put files. Unknown ids pass, so the request answers its own 404.
+func (s *Service) Admit(ctx context.Context, ref Ref) error {
+	ws := ref.Workspace
+	if ws == "" && ref.Session != "" {
+		ws = s.workspaceOfSession(ctx, ref.Session)
+	}
+	if ws == "" && ref.Group != "" {
+		if g, err := s.store.GetGroup(ctx, ref.Group); err == nil {
+			ws = g.WorkspaceID
+		}
+	}
+	if ws == "" && ref.Execution != "" {
+		if x, err := s.store.GetExecution(ctx, ref.Execution); err == nil {
+			ws = x.WorkspaceID
+		}
+	}
+	if ws == "" {
+		return nil
+	}
+	w, err := s.store.GetWorkspace(ctx, ws)
+	if err != nil {
+		if desk.IsCode(err, desk.ENOTFOUND) {
+			return nil
+		}
+		return err
+	}
+	return NotActive(w)
+}
+
+// NotActive is nil for an active workspace and otherwise the 409 that
+// says what state it is in and what to do.
+func NotActive(w *desk.Workspace) error {
+	switch w.State {
+	case desk.WorkspaceActive:
+		return nil
+	case desk.WorkspaceDeparted:
+		return desk.Errorf(desk.ECONFLICT, "workspace %s is departed (offboarded); restore it before using it", w.ID)
+	case desk.WorkspaceOffboarding:
+		return desk.Errorf(desk.ECONFLICT, "workspace %s is departed: it is being offboarded", w.ID)
+	case desk.WorkspaceRestoring:
+		return desk.Errorf(desk.ECONFLICT, "workspace %s is departed: it is being restored; try again when it is active", w.ID)
+	case desk.WorkspacePurging, desk.WorkspacePurged:
+		return desk.Errorf(desk.ECONFLICT, "workspace %s is purged: its data is gone for good", w.ID)
+	}
+	return desk.Errorf(desk.ECONFLICT, "workspace %s is %s, not active", w.ID, w.State)
+}
+
+func (s *Service) workspaceOfSession(ctx context.Context, id string) string {
+	if v, ok := s.sessionWS.Load(id); ok {
+		return v.(string)
+	}
+	x, err := s.store.GetSession(ctx, id)
+	if err != nil {
+		return ""
+	}
+	s.sessionWS.Store(id, x.WorkspaceID)
+	return x.WorkspaceID
+}
+
+// journal writes j (step and data) before the change it announces.
+func (s *Service) journal(ctx context.Context, j *desk.LifecycleJournal, step string, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	j.Step, j.Data, j.UpdatedAt = step, b, s.opts.Now()
+	if j.CreatedAt.IsZero() {
+		j.CreatedAt = j.UpdatedAt
+	}
+	if err := s.store.PutLifecycleJournal(ctx, j); err != nil {
+		return fmt.Errorf("write the %s journal of %s: %w", j.Op, j.WorkspaceID, err)
+	}
+	return nil
+}
+
+func newJournal(op, ws, owner string) *desk.LifecycleJournal {
+	return &desk.LifecycleJournal{ID: desk.NewID("jrn"), Op: op, WorkspaceID: ws, Owner: owner}
+}
+
+// settle is how an operation ends: the journal goes last, after the final
+// state is written.
+func (s *Service) settle(ctx context.Context, j *desk.LifecycleJournal) error {
+	return s.store.DeleteLifecycleJournal(ctx, j.ID)
+}
+
+// errInterrupted marks an intermediate state with no journal to finish it.
+func errInterrupted(w *desk.Workspace) error {
+	return desk.Errorf(desk.ECONFLICT, "workspace %s is %s and no interrupted operation was found to finish it", w.ID, w.State)
+}
+
+// isIntermediate reports states an operation passes through.
+func isIntermediate(state string) bool {
+	return state == desk.WorkspaceOffboarding || state == desk.WorkspaceRestoring || state == desk.WorkspacePurging
+}

@@ -1,0 +1,341 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/desk-runtime/desk"
+)
+
+// layout is the frame of every full page: navigation, the workspace's
+// sidebar, and one main template.
+type layout struct {
+	Title      string
+	CSRF       string
+	Admin      bool
+	Workspaces []*desk.Workspace
+	WS         *desk.Workspace
+	Side       *sidebar
+	Nav        string // which navigation entry is current
+	Main       string // the template of the main area
+	Data       any
+	Version    string
+}
+
+// sidebar is a workspace's session list in its three groups.
+type sidebar struct {
+	WS                         string
+	Current                    string
+	Pinned, Recent, Archived   []row
+	HasPinned                  bool
+	PinnedN, RecentN, ArchiveN int
+}
+
+// row is one session of the sidebar.
+type row struct {
+	S       *desk.Session
+	Tone    string // running, waiting, error or ""
+	Current bool
+}
+
+// Name is what a row shows: the title, or the readable signature of an
+// untitled session.
+func (r row) Name() string {
+	if strings.TrimSpace(r.S.Title) != "" {
+		return r.S.Title
+	}
+	return r.S.Signature
+}
+
+func (s *Server) page(r *request, ws *desk.Workspace, nav, title, main string, data any) (*layout, error) {
+	l := &layout{Title: title, CSRF: r.csrf, Admin: r.p.Admin, WS: ws, Nav: nav, Main: main, Data: data, Version: s.d.Version}
+	var err error
+	if l.Workspaces, err = s.d.Workspaces.ListWorkspaces(r.Context()); err != nil {
+		return nil, err
+	}
+	if ws != nil {
+		cur := ""
+		if x, ok := data.(*sessionView); ok {
+			cur = x.S.ID
+		}
+		if l.Side, err = s.sidebar(r.Context(), ws.ID, cur); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// workspaceOf returns the workspace a path names, if the caller may see it.
+func (s *Server) workspaceOf(r *request) (*desk.Workspace, error) {
+	id := r.PathValue("ws")
+	if !desk.HasPrefix(id, desk.PrefixWorkspace) {
+		return nil, desk.Errorf(desk.ENOTFOUND, "workspace %q not found", id)
+	}
+	return s.d.Workspaces.GetWorkspace(r.Context(), id)
+}
+
+// home opens the first workspace the caller can see, or offers to create
+// one.
+func (s *Server) home(w http.ResponseWriter, r *request) error {
+	wss, err := s.d.Workspaces.ListWorkspaces(r.Context())
+	if err != nil {
+		return err
+	}
+	for _, ws := range wss {
+		if ws.State == desk.WorkspaceActive {
+			http.Redirect(w, r.Request, "/w/"+ws.ID, http.StatusSeeOther)
+			return nil
+		}
+	}
+	l, err := s.page(r, nil, "home", "desk", "home-main", nil)
+	if err != nil {
+		return err
+	}
+	return s.render(w, "layout", l)
+}
+
+func (s *Server) createWorkspace(w http.ResponseWriter, r *request) error {
+	ws, err := s.d.Workspaces.CreateWorkspace(r.Context(), strings.TrimSpace(r.PostFormValue("name")))
+	if err != nil {
+		return err
+	}
+	redirect(w, r, "/w/"+ws.ID)
+	return nil
+}
+
+// redirect sends the browser to another page, through htmx or not.
+func redirect(w http.ResponseWriter, r *request, to string) {
+	if isHTMX(r.Request) {
+		w.Header().Set("HX-Redirect", to)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	http.Redirect(w, r.Request, to, http.StatusSeeOther)
+}
+
+func (s *Server) workspacePage(w http.ResponseWriter, r *request) error {
+	ws, err := s.workspaceOf(r)
+	if err != nil {
+		return err
+	}
+	data, err := s.newSessionData(r, ws)
+	if err != nil {
+		return err
+	}
+	l, err := s.page(r, ws, "sessions", ws.Name, "workspace-main", data)
+	if err != nil {
+		return err
+	}
+	return s.render(w, "layout", l)
+}
+
+func (s *Server) newSessionPage(w http.ResponseWriter, r *request) error {
+	return s.workspacePage(w, r)
+}
+
+// newSession is the new-session form: the models this desk offers.
+type newSession struct {
+	WS      *desk.Workspace
+	Models  []string
+	Default string
+	Note    string
+}
+
+func (s *Server) newSessionData(r *request, ws *desk.Workspace) (*newSession, error) {
+	def, err := s.d.Agent.DefaultModel()
+	n := &newSession{WS: ws, Default: def}
+	switch {
+	case def == "":
+		n.Note = "No default model: set DESK_MODEL (openai:<model>, anthropic:<model> or openai-compatible:<base-url>#<model>) and restart desk. Script sessions still work."
+	case err != nil:
+		n.Note = err.Error()
+	default:
+		n.Models = append(n.Models, def)
+	}
+	n.Models = append(n.Models, "script")
+	return n, nil
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *request) error {
+	ws, err := s.workspaceOf(r)
+	if err != nil {
+		return err
+	}
+	model := r.PostFormValue("model")
+	in := desk.SessionCreate{WorkspaceID: ws.ID, Title: r.PostFormValue("title"), Model: model}
+	if def, _ := s.d.Agent.DefaultModel(); model == def {
+		in.Model = "" // follow the server's default as it changes
+	}
+	if model == "script" {
+		sc := strings.TrimSpace(r.PostFormValue("script"))
+		if sc == "" {
+			return desk.Errorf(desk.EINVALID, `a script session needs a script: {"steps":[{"text":"…"}]}`)
+		}
+		in.Script = []byte(sc)
+	}
+	x, err := s.d.Sessions.Create(r.Context(), in)
+	if err != nil {
+		return err
+	}
+	redirect(w, r, "/w/"+ws.ID+"/s/"+x.ID)
+	return nil
+}
+
+// sidebar lists a workspace's sessions: pinned, the rest by recency, and
+// the archived ones.
+func (s *Server) sidebar(ctx context.Context, ws, current string) (*sidebar, error) {
+	xs, err := s.d.Sessions.List(ctx, desk.SessionFilter{WorkspaceID: ws})
+	if err != nil {
+		return nil, err
+	}
+	sb := &sidebar{WS: ws, Current: current}
+	for _, x := range xs {
+		rw := row{S: x, Current: x.ID == current}
+		if !x.Archived {
+			rw.Tone = s.tone(ctx, x)
+		}
+		switch {
+		case x.Archived:
+			sb.Archived = append(sb.Archived, rw)
+		case x.Pinned:
+			sb.Pinned = append(sb.Pinned, rw)
+		default:
+			sb.Recent = append(sb.Recent, rw)
+		}
+	}
+	sb.PinnedN, sb.RecentN, sb.ArchiveN = len(sb.Pinned), len(sb.Recent), len(sb.Archived)
+	return sb, nil
+}
+
+// tone is a session's state at a glance: running, waiting for a person
+// (an approval, a question, a plan), or its last turn failed.
+func (s *Server) tone(ctx context.Context, x *desk.Session) string {
+	exes, err := s.d.Store.ListExecutions(ctx, x.ID, 1)
+	if err != nil || len(exes) == 0 {
+		return ""
+	}
+	last := exes[0]
+	if desk.PhaseActive(last.Phase) {
+		if aps, err := s.d.Agent.Approvals(ctx, x.ID, true); err == nil && len(aps) > 0 {
+			return "waiting"
+		}
+		if s.pendingInput(ctx, x.ID) {
+			return "waiting"
+		}
+		return "running"
+	}
+	if s.pendingInput(ctx, x.ID) {
+		return "waiting"
+	}
+	if last.Phase == desk.PhaseFailed {
+		return "error"
+	}
+	return ""
+}
+
+func (s *Server) pendingInput(ctx context.Context, ses string) bool {
+	rs, err := s.d.Agent.InputRequests(ctx, ses)
+	if err != nil {
+		return false
+	}
+	for _, q := range rs {
+		if q.Status == desk.InputPending {
+			return true
+		}
+	}
+	return false
+}
+
+// currentSession reads which session the page that sent an htmx request
+// shows, so a sidebar rendered for it marks the right row.
+func currentSession(r *http.Request) string {
+	u, err := url.Parse(r.Header.Get("HX-Current-URL"))
+	if err != nil {
+		return ""
+	}
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if len(parts) == 4 && parts[0] == "w" && parts[2] == "s" {
+		return parts[3]
+	}
+	return ""
+}
+
+func (s *Server) sidebarFragment(w http.ResponseWriter, r *request) error {
+	ws, err := s.workspaceOf(r)
+	if err != nil {
+		return err
+	}
+	sb, err := s.sidebar(r.Context(), ws.ID, currentSession(r.Request))
+	if err != nil {
+		return err
+	}
+	return s.writeFragments(w, part{"sidebar-oob", sb})
+}
+
+// updateSession pins, archives, renames or marks a session unread from its
+// row menu, and answers the re-rendered sidebar.
+func (s *Server) updateSession(w http.ResponseWriter, r *request) error {
+	ses := r.PathValue("ses")
+	var u desk.SessionUpdate
+	flag := func(name string) *bool {
+		switch r.PostFormValue(name) {
+		case "true":
+			t := true
+			return &t
+		case "false":
+			f := false
+			return &f
+		}
+		return nil
+	}
+	u.Pinned, u.Archived, u.Unread = flag("pinned"), flag("archived"), flag("unread")
+	if r.PostFormValue("rename") != "" {
+		t := r.Header.Get("HX-Prompt")
+		if t == "" {
+			t = r.PostFormValue("title")
+		}
+		if strings.TrimSpace(t) == "" {
+			return desk.Errorf(desk.EINVALID, "a new title is required")
+		}
+		u.Title = &t
+	}
+	if u.Pinned == nil && u.Archived == nil && u.Unread == nil && u.Title == nil {
+		return desk.Errorf(desk.EINVALID, "nothing to change: send pinned, archived, unread or rename")
+	}
+	x, err := s.d.Sessions.Update(r.Context(), ses, u)
+	if err != nil {
+		return err
+	}
+	cur := currentSession(r.Request)
+	sb, err := s.sidebar(r.Context(), x.WorkspaceID, cur)
+	if err != nil {
+		return err
+	}
+	parts := []part{{"sidebar-oob", sb}}
+	if cur == x.ID && u.Title != nil {
+		parts = append(parts, part{"session-title-oob", x})
+	}
+	return s.writeFragments(w, parts...)
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *request) error {
+	x, err := s.d.Sessions.Get(r.Context(), r.PathValue("ses"))
+	if err != nil {
+		return err
+	}
+	if err := s.d.Sessions.Delete(r.Context(), x.ID); err != nil {
+		return err
+	}
+	cur := currentSession(r.Request)
+	if cur == x.ID || !isHTMX(r.Request) {
+		redirect(w, r, "/w/"+x.WorkspaceID)
+		return nil
+	}
+	sb, err := s.sidebar(r.Context(), x.WorkspaceID, cur)
+	if err != nil {
+		return err
+	}
+	return s.writeFragments(w, part{"sidebar-oob", sb})
+}

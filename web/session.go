@@ -1,0 +1,668 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/desk-runtime/desk"
+)
+
+// pageMessages is how many messages a session opens with; older ones load
+// as the transcript scrolls up.
+const pageMessages = 50
+
+// maxSpanOutput bounds the output an execution span carries in the page;
+// the full output of a big result is an artifact.
+const maxSpanOutput = 16 << 10
+
+// sessionView is everything the session page shows.
+type sessionView struct {
+	S        *desk.Session
+	WS       string
+	Model    string
+	NoModel  bool
+	Messages []*msgView
+	Older    *olderLink
+	LastSeq  int64
+	Run      *runState
+	Queue    *queueView
+	Cards    *cards
+	Budget   *budget
+	Shelf    *shelf
+	Draft    string
+	After    int64
+	// Viewer names this page's hold on the session; its event stream
+	// renews and ends the same hold.
+	Viewer string
+}
+
+// olderLink loads the page of messages before Before when it scrolls into
+// view.
+type olderLink struct {
+	Ses    string
+	Before int64
+}
+
+// msgView is one transcript message with its tool calls as spans.
+type msgView struct {
+	M     *desk.Message
+	Spans []*span
+}
+
+// span is one tool call shown as an execution span.
+type span struct {
+	ID        string
+	Ses       string
+	Cmd       *desk.Command
+	Tool      string
+	Target    string
+	Status    string
+	Duration  string
+	Outcome   string
+	Args      string
+	Output    string
+	Clipped   bool
+	Error     string
+	Artifacts []*desk.Artifact
+	Missing   []string
+	// OOB marks a span sent to replace the one on the page.
+	OOB bool
+}
+
+var unsafeID = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+
+func spanID(exe, call string) string {
+	return "span-" + exe + "-" + unsafeID.ReplaceAllString(call, "_")
+}
+
+// newSpan describes a tool call from its command record (nil while the
+// call has no record yet).
+func newSpan(ses, exe string, call desk.MessageCall, cmd *desk.Command, arts map[string]*desk.Artifact) *span {
+	sp := &span{ID: spanID(exe, call.ID), Ses: ses, Cmd: cmd, Tool: call.Name, Status: desk.CommandRequested}
+	args := call.Arguments
+	if cmd != nil {
+		sp.Tool, sp.Status, args = cmd.Tool, cmd.Status, cmd.Arguments
+	}
+	sp.Args = prettyJSON(args)
+	sp.Target = target(args)
+	if cmd == nil {
+		return sp
+	}
+	if cmd.StartedAt != nil {
+		end := time.Now()
+		if cmd.FinishedAt != nil {
+			end = *cmd.FinishedAt
+		}
+		sp.Duration = duration(end.Sub(*cmd.StartedAt))
+	}
+	sp.Output = cmd.Output
+	if len(sp.Output) > maxSpanOutput {
+		sp.Output, sp.Clipped = sp.Output[:maxSpanOutput], true
+	}
+	sp.Error = cmd.Error
+	sp.Outcome = outcome(cmd)
+	for _, id := range cmd.Artifacts {
+		if a := arts[id]; a != nil {
+			sp.Artifacts = append(sp.Artifacts, a)
+		} else {
+			sp.Missing = append(sp.Missing, id)
+		}
+	}
+	return sp
+}
+
+// target is what a call acted on: its command, path, URL or query.
+func target(args json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(args, &m) != nil {
+		return ""
+	}
+	for _, k := range []string{"command", "path", "url", "query", "name", "action"} {
+		if v, ok := m[k].(string); ok && v != "" {
+			return v
+		}
+	}
+	if p, ok := m["plan"].(map[string]any); ok {
+		if t, ok := p["title"].(string); ok {
+			return t
+		}
+	}
+	if qs, ok := m["questions"].([]any); ok {
+		return fmt.Sprintf("%d question(s)", len(qs))
+	}
+	return ""
+}
+
+// outcome is the one useful line of a finished call.
+func outcome(c *desk.Command) string {
+	var f map[string]any
+	_ = json.Unmarshal(c.Facts, &f)
+	switch {
+	case c.Status == desk.CommandDeclined:
+		return "declined"
+	case c.Status == desk.CommandCancelled:
+		return "cancelled"
+	case c.Error != "":
+		return firstLineOf(c.Error)
+	}
+	if code, ok := f["exit_code"].(float64); ok {
+		if f["timed_out"] == true {
+			return "timed out"
+		}
+		return "exit " + strconv.Itoa(int(code))
+	}
+	if n, ok := f["size"].(float64); ok {
+		return humanBytes(int64(n)) + " written"
+	}
+	if n, ok := f["entries"].(float64); ok {
+		return strconv.Itoa(int(n)) + " entries"
+	}
+	if d, ok := f["decision"].(string); ok {
+		return d
+	}
+	if c.Status == desk.CommandSucceeded && c.Output != "" {
+		return firstLineOf(c.Output)
+	}
+	return ""
+}
+
+func firstLineOf(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:120]) + "…"
+	}
+	return s
+}
+
+func duration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return strconv.Itoa(int(d.Milliseconds())) + " ms"
+	case d < time.Minute:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+	}
+	return d.Round(time.Second).String()
+}
+
+// messages turns a transcript page into views.
+func messages(ses string, ms []*desk.Message, arts map[string]*desk.Artifact) []*msgView {
+	out := make([]*msgView, 0, len(ms))
+	for _, m := range ms {
+		v := &msgView{M: m}
+		byCall := map[string]*desk.Command{}
+		for _, c := range m.Commands {
+			byCall[c.CallID] = c
+		}
+		for _, c := range m.ToolCalls {
+			v.Spans = append(v.Spans, newSpan(ses, m.ExecutionID, c, byCall[c.ID], arts))
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func artifactMap(as []*desk.Artifact) map[string]*desk.Artifact {
+	m := make(map[string]*desk.Artifact, len(as))
+	for _, a := range as {
+		m[a.ID] = a
+	}
+	return m
+}
+
+// runState is the session's current turn and what holds it back.
+type runState struct {
+	Ses    string
+	Active *desk.Execution
+	Last   *desk.Execution
+	Blocks []*desk.Block
+}
+
+func (s *Server) runState(ctx context.Context, x *desk.Session) (*runState, error) {
+	st := &runState{Ses: x.ID}
+	exes, err := s.d.Store.ListExecutions(ctx, x.ID, 5)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range exes {
+		if e.SurfaceID != x.SurfaceID {
+			continue
+		}
+		if desk.PhaseActive(e.Phase) && st.Active == nil {
+			st.Active = e
+		} else if !desk.PhaseActive(e.Phase) && st.Last == nil {
+			st.Last = e
+		}
+	}
+	bs, err := s.d.Exec.Blocks(ctx, x.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range bs {
+		if b.Active {
+			st.Blocks = append(st.Blocks, b)
+		}
+	}
+	return st, nil
+}
+
+// queueView is the rows waiting behind the running turn.
+type queueView struct {
+	Ses   string
+	Items []*desk.QueueItem
+}
+
+func (s *Server) queueView(ctx context.Context, ses string) (*queueView, error) {
+	items, err := s.d.Exec.Queue(ctx, ses, false)
+	if err != nil {
+		return nil, err
+	}
+	q := &queueView{Ses: ses}
+	for _, it := range items {
+		if it.Status == desk.QueueStatusQueued {
+			q.Items = append(q.Items, it)
+		}
+	}
+	return q, nil
+}
+
+// cards are the decisions the session waits for.
+type cards struct {
+	Ses       string
+	Approvals []*desk.Approval
+	Inputs    []*desk.InputRequest
+	Plans     []*planView
+}
+
+// planView is a plan card with its decoded content.
+type planView struct {
+	P     *desk.Plan
+	Title string
+	Steps []string
+	Notes string
+}
+
+func (s *Server) cards(ctx context.Context, x *desk.Session, run *runState) (*cards, error) {
+	c := &cards{Ses: x.ID}
+	var err error
+	if c.Approvals, err = s.d.Agent.Approvals(ctx, x.ID, true); err != nil {
+		return nil, err
+	}
+	rs, err := s.d.Agent.InputRequests(ctx, x.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range rs {
+		if q.Status == desk.InputPending {
+			c.Inputs = append(c.Inputs, q)
+		}
+	}
+	// A plan waits only inside its running turn; its card is found among
+	// that execution's events.
+	if run != nil && run.Active != nil {
+		exe, err := s.d.Exec.Execution(ctx, run.Active.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range exe.Events {
+			if ev.Type != "plan.proposed" {
+				continue
+			}
+			var p desk.Plan
+			if json.Unmarshal(ev.Data, &p) != nil {
+				continue
+			}
+			cur, err := s.d.Store.GetPlan(ctx, p.ID)
+			if err != nil || cur.Status != desk.PlanProposed {
+				continue
+			}
+			c.Plans = append(c.Plans, newPlanView(cur))
+		}
+	}
+	return c, nil
+}
+
+func newPlanView(p *desk.Plan) *planView {
+	v := &planView{P: p}
+	var card struct {
+		Title string `json:"title"`
+		Steps []any  `json:"steps"`
+		Notes string `json:"notes"`
+	}
+	_ = json.Unmarshal(p.Card, &card)
+	v.Title, v.Notes = card.Title, card.Notes
+	for _, st := range card.Steps {
+		switch t := st.(type) {
+		case string:
+			v.Steps = append(v.Steps, t)
+		default:
+			b, _ := json.Marshal(t)
+			v.Steps = append(v.Steps, string(b))
+		}
+	}
+	return v
+}
+
+// budget is the context budget bar: neutral below 40 %, warn (orange) from
+// 40 %, high (red) from 60 %.
+type budget struct {
+	Ses     string
+	Used    int
+	Window  int
+	Percent float64
+	Level   string
+}
+
+func (s *Server) budget(ctx context.Context, x *desk.Session) *budget {
+	v, err := s.d.Agent.Context(ctx, x, "")
+	if err != nil {
+		return &budget{Ses: x.ID, Level: "neutral"}
+	}
+	b := &budget{Ses: x.ID, Used: v.Budget.UsedTokens, Window: v.Budget.Window, Percent: v.Budget.Percent}
+	switch {
+	case b.Percent >= 60:
+		b.Level = "high"
+	case b.Percent >= 40:
+		b.Level = "warn"
+	default:
+		b.Level = "neutral"
+	}
+	return b
+}
+
+// session returns the visible session a path names.
+func (s *Server) session(r *request) (*desk.Session, error) {
+	id := r.PathValue("ses")
+	if !desk.HasPrefix(id, desk.PrefixSession) {
+		return nil, desk.Errorf(desk.ENOTFOUND, "session %q not found", id)
+	}
+	return s.d.Sessions.Get(r.Context(), id)
+}
+
+func (s *Server) sessionPage(w http.ResponseWriter, r *request) error {
+	ws, err := s.workspaceOf(r)
+	if err != nil {
+		return err
+	}
+	x, err := s.session(r)
+	if err != nil {
+		return err
+	}
+	if x.WorkspaceID != ws.ID {
+		return desk.Errorf(desk.ENOTFOUND, "session %s not found in workspace %s", x.ID, ws.ID)
+	}
+	// The stream resumes after the newest event that existed before any
+	// state below was read, so nothing between the two is missed.
+	_, after, err := s.d.Store.EventBounds(r.Context())
+	if err != nil {
+		return err
+	}
+	// Opening the session reads it; the page's event stream keeps the same
+	// hold and ends it when the page goes.
+	viewer := newViewer()
+	if x, err = s.d.UI.Open(r.Context(), x.ID, viewer); err != nil {
+		return err
+	}
+	v, err := s.sessionView(r.Context(), x)
+	if err != nil {
+		return err
+	}
+	v.WS, v.After, v.Viewer = ws.ID, after, viewer
+	title := x.Title
+	if title == "" {
+		title = x.Signature
+	}
+	l, err := s.page(r, ws, "sessions", title, "session-main", v)
+	if err != nil {
+		return err
+	}
+	return s.render(w, "layout", l)
+}
+
+func (s *Server) sessionView(ctx context.Context, x *desk.Session) (*sessionView, error) {
+	v := &sessionView{S: x, WS: x.WorkspaceID, Model: x.Model}
+	def, derr := s.d.Agent.DefaultModel()
+	if v.Model == "" {
+		v.Model = def
+		v.NoModel = def == "" || derr != nil
+	}
+	ms, err := s.d.Agent.Transcript(ctx, x.SurfaceID, 0, pageMessages)
+	if err != nil {
+		return nil, err
+	}
+	arts, err := s.d.Artifacts.List(ctx, x.ID)
+	if err != nil {
+		return nil, err
+	}
+	v.Messages = messages(x.ID, ms, artifactMap(arts))
+	if len(ms) > 0 {
+		v.LastSeq = ms[len(ms)-1].Seq
+		if ms[0].Seq > 1 {
+			v.Older = &olderLink{Ses: x.ID, Before: ms[0].Seq}
+		}
+	}
+	if v.Run, err = s.runState(ctx, x); err != nil {
+		return nil, err
+	}
+	if v.Queue, err = s.queueView(ctx, x.ID); err != nil {
+		return nil, err
+	}
+	if v.Cards, err = s.cards(ctx, x, v.Run); err != nil {
+		return nil, err
+	}
+	v.Budget = s.budget(ctx, x)
+	v.Shelf = newShelf(x, arts)
+	d, err := s.d.UI.Draft(ctx, x.ID, "")
+	if err != nil {
+		return nil, err
+	}
+	v.Draft = d.Text
+	return v, nil
+}
+
+// older answers the page of messages before ?before= and the link to the
+// page before that.
+func (s *Server) older(w http.ResponseWriter, r *request) error {
+	x, err := s.session(r)
+	if err != nil {
+		return err
+	}
+	before, err := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
+	if err != nil || before <= 0 {
+		return desk.Errorf(desk.EINVALID, "before must be a positive message seq")
+	}
+	ms, err := s.d.Agent.Transcript(r.Context(), x.SurfaceID, before, pageMessages)
+	if err != nil {
+		return err
+	}
+	arts, err := s.d.Artifacts.List(r.Context(), x.ID)
+	if err != nil {
+		return err
+	}
+	var link *olderLink
+	if len(ms) > 0 && ms[0].Seq > 1 {
+		link = &olderLink{Ses: x.ID, Before: ms[0].Seq}
+	}
+	return s.writeFragments(w, part{"older", link}, part{"messages", messages(x.ID, ms, artifactMap(arts))})
+}
+
+// send submits the composer's text to the session's queue and clears the
+// draft; the turn itself arrives through the event stream.
+func (s *Server) send(w http.ResponseWriter, r *request) error {
+	x, err := s.session(r)
+	if err != nil {
+		return err
+	}
+	text := r.PostFormValue("text")
+	if strings.TrimSpace(text) == "" {
+		return desk.Errorf(desk.EINVALID, "the message is empty")
+	}
+	if _, err := s.d.Exec.Submit(r.Context(), x.ID, desk.SubmitInput{Text: text, Channel: "web",
+		IdempotencyKey: r.PostFormValue("idempotency_key")}); err != nil {
+		return err
+	}
+	if _, err := s.d.UI.SaveDraft(r.Context(), x.ID, "", ""); err != nil {
+		return err
+	}
+	return s.regions(w, r.Context(), x, regionQueue|regionRun)
+}
+
+func (s *Server) saveDraft(w http.ResponseWriter, r *request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, desk.MaxDraftBytes*4)
+	x, err := s.session(r)
+	if err != nil {
+		return err
+	}
+	if _, err := s.d.UI.SaveDraft(r.Context(), x.ID, "", r.PostFormValue("text")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) queueOp(w http.ResponseWriter, r *request) error {
+	x, err := s.session(r)
+	if err != nil {
+		return err
+	}
+	ops := map[string]desk.QueueOp{"steer": desk.QueueSteer, "cancel": desk.QueueCancel, "front": desk.QueueFront, "back": desk.QueueBack}
+	op, ok := ops[r.PathValue("op")]
+	if !ok {
+		return desk.Errorf(desk.EINVALID, "queue operation %q must be steer, cancel, front or back", r.PathValue("op"))
+	}
+	if _, err := s.d.Exec.QueueOp(r.Context(), x.ID, r.PathValue("q"), op); err != nil {
+		return err
+	}
+	return s.regions(w, r.Context(), x, regionQueue)
+}
+
+// stop interrupts exactly the execution the button was drawn for.
+func (s *Server) stop(w http.ResponseWriter, r *request) error {
+	x, err := s.session(r)
+	if err != nil {
+		return err
+	}
+	if _, err := s.d.Exec.Interrupt(r.Context(), x.ID, r.PathValue("exe")); err != nil {
+		return err
+	}
+	return s.regions(w, r.Context(), x, regionRun|regionQueue|regionCards)
+}
+
+func (s *Server) decideApproval(w http.ResponseWriter, r *request) error {
+	ap, err := s.d.Agent.DecideApproval(r.Context(), r.PathValue("apr"), r.PostFormValue("decision"), r.PostFormValue("reason"))
+	if err != nil {
+		return err
+	}
+	x, err := s.d.Sessions.Get(r.Context(), ap.SessionID)
+	if err != nil {
+		return err
+	}
+	return s.regions(w, r.Context(), x, regionCards|regionRun)
+}
+
+// answerInput collects one answer per question: the custom text when one
+// was typed, the chosen option otherwise.
+func (s *Server) answerInput(w http.ResponseWriter, r *request) error {
+	if err := r.ParseForm(); err != nil {
+		return desk.Errorf(desk.EINVALID, "unreadable form: %v", err)
+	}
+	answers := map[string]string{}
+	for k, vs := range r.PostForm {
+		if q, ok := strings.CutPrefix(k, "a:"); ok && len(vs) > 0 && strings.TrimSpace(vs[0]) != "" {
+			answers[q] = vs[0]
+		}
+	}
+	for k, vs := range r.PostForm {
+		if q, ok := strings.CutPrefix(k, "c:"); ok && len(vs) > 0 && strings.TrimSpace(vs[0]) != "" {
+			answers[q] = strings.TrimSpace(vs[0])
+		}
+	}
+	req, _, err := s.d.Agent.AnswerInput(r.Context(), r.PathValue("inp"), answers)
+	if err != nil {
+		return err
+	}
+	x, err := s.d.Sessions.Get(r.Context(), req.SessionID)
+	if err != nil {
+		return err
+	}
+	return s.regions(w, r.Context(), x, regionCards|regionQueue|regionRun)
+}
+
+func (s *Server) decidePlan(w http.ResponseWriter, r *request) error {
+	p, err := s.d.Agent.DecidePlan(r.Context(), r.PathValue("pln"), r.PostFormValue("decision"), r.PostFormValue("notes"))
+	if err != nil {
+		return err
+	}
+	x, err := s.d.Sessions.Get(r.Context(), p.SessionID)
+	if err != nil {
+		return err
+	}
+	return s.regions(w, r.Context(), x, regionCards|regionRun)
+}
+
+// Regions of the session page that answers and the event stream re-render
+// as out-of-band swaps.
+const (
+	regionRun = 1 << iota
+	regionQueue
+	regionCards
+	regionBudget
+	regionShelf
+)
+
+// regionParts renders the chosen regions of a session as out-of-band
+// fragments.
+func (s *Server) regionParts(ctx context.Context, x *desk.Session, which int) ([]part, error) {
+	var parts []part
+	var run *runState
+	var err error
+	if which&(regionRun|regionCards) != 0 {
+		if run, err = s.runState(ctx, x); err != nil {
+			return nil, err
+		}
+	}
+	if which&regionRun != 0 {
+		parts = append(parts, part{"run-oob", run})
+	}
+	if which&regionQueue != 0 {
+		q, err := s.queueView(ctx, x.ID)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, part{"queue-oob", q})
+	}
+	if which&regionCards != 0 {
+		c, err := s.cards(ctx, x, run)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, part{"cards-oob", c})
+	}
+	if which&regionBudget != 0 {
+		parts = append(parts, part{"budget-oob", s.budget(ctx, x)})
+	}
+	if which&regionShelf != 0 {
+		arts, err := s.d.Artifacts.List(ctx, x.ID)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, part{"shelf-oob", newShelf(x, arts)})
+	}
+	return parts, nil
+}
+
+func (s *Server) regions(w http.ResponseWriter, ctx context.Context, x *desk.Session, which int) error {
+	parts, err := s.regionParts(ctx, x, which)
+	if err != nil {
+		return err
+	}
+	return s.writeFragments(w, parts...)
+}

@@ -1,0 +1,318 @@
+// desk web UI behaviour: the composer (Enter sends, drafts saved on the
+// server), transcript scrolling, copy buttons, uploads with progress, the
+// command palette (Ctrl/Cmd+K) and the narrow-screen panels. Everything
+// else is htmx. No inline scripts: the CSP forbids them.
+(function () {
+  "use strict";
+
+  var csrf = (document.querySelector('meta[name="csrf-token"]') || {}).content || "";
+
+  function $(sel, root) { return (root || document).querySelector(sel); }
+  function $all(sel, root) { return Array.prototype.slice.call((root || document).querySelectorAll(sel)); }
+
+  // ---- Transcript: open at the newest message, follow new ones while the
+  // reader is at the bottom, never show a message twice.
+  var transcript = $("#transcript");
+  var atBottom = true;
+  function scrollToBottom() { if (transcript) transcript.scrollTop = transcript.scrollHeight; }
+  if (transcript) {
+    scrollToBottom();
+    transcript.addEventListener("scroll", function () {
+      atBottom = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 80;
+    });
+    new MutationObserver(function () {
+      dedupe();
+      if (atBottom) scrollToBottom();
+    }).observe(transcript, { childList: true, subtree: true, characterData: true });
+  }
+  function dedupe() {
+    var seen = {};
+    $all("#transcript > .msg[id]").forEach(function (m) {
+      if (seen[m.id]) m.remove(); else seen[m.id] = true;
+    });
+  }
+
+  // ---- Copy buttons on code blocks of rendered Markdown.
+  function addCopyButtons(root) {
+    $all(".md pre", root).forEach(function (pre) {
+      if (pre.querySelector(".copy-btn")) return;
+      var b = document.createElement("button");
+      b.type = "button";
+      b.className = "copy-btn";
+      b.textContent = "Copy";
+      b.setAttribute("aria-label", "Copy code");
+      b.addEventListener("click", function () {
+        var code = pre.querySelector("code") || pre;
+        var text = code.innerText;
+        var done = function () { b.textContent = "Copied"; setTimeout(function () { b.textContent = "Copy"; }, 1500); };
+        if (navigator.clipboard && window.isSecureContext) {
+          navigator.clipboard.writeText(text).then(done, function () { fallbackCopy(text); done(); });
+        } else { fallbackCopy(text); done(); }
+      });
+      pre.appendChild(b);
+    });
+  }
+  function fallbackCopy(text) {
+    var ta = document.createElement("textarea");
+    ta.value = text;
+    ta.setAttribute("readonly", "");
+    ta.className = "sr";
+    document.body.appendChild(ta);
+    ta.select();
+    try { document.execCommand("copy"); } catch (e) { /* nothing more to try */ }
+    ta.remove();
+  }
+  addCopyButtons(document);
+
+  // ---- Composer: Enter sends, Shift+Enter adds a line; the draft is saved
+  // on the server as it is typed and restored by the page.
+  var composer = $("#composer");
+  var draftTimer = null;
+  var draftState = $("#draft-state");
+  // The save in flight: a send waits for it, so a draft saved just before
+  // never lands after the send cleared it.
+  var saving = null;
+  function saveDraft(keepalive) {
+    var ta = $("#composer-text");
+    if (!composer || !ta) return Promise.resolve();
+    clearTimeout(draftTimer);
+    draftTimer = null;
+    var body = new URLSearchParams();
+    body.set("text", ta.value);
+    var p = fetch(composer.dataset.draftUrl, {
+      method: "PUT", body: body, keepalive: !!keepalive, credentials: "same-origin",
+      headers: { "X-CSRF-Token": csrf, "Content-Type": "application/x-www-form-urlencoded" }
+    }).then(function (r) {
+      if (draftState && p === saving) draftState.textContent = r.ok ? "Draft saved" : "Draft not saved";
+    }, function () { if (draftState) draftState.textContent = "Draft not saved"; });
+    saving = p;
+    p.then(function () { if (saving === p) saving = null; });
+    return p;
+  }
+  if (composer) {
+    var ta = $("#composer-text");
+    ta.addEventListener("keydown", function (e) {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing && !e.altKey && !e.ctrlKey && !e.metaKey) {
+        e.preventDefault();
+        if (ta.value.trim() !== "") composer.requestSubmit();
+      }
+    });
+    ta.addEventListener("input", function () {
+      if (draftState) draftState.textContent = "";
+      clearTimeout(draftTimer);
+      draftTimer = setTimeout(saveDraft, 400);
+    });
+    composer.addEventListener("htmx:confirm", function (e) {
+      if (e.detail.elt !== composer) return;
+      clearTimeout(draftTimer);
+      draftTimer = null;
+      if (saving) {
+        e.preventDefault();
+        var go = function () { e.detail.issueRequest(true); };
+        saving.then(go, go);
+      }
+    });
+    composer.addEventListener("htmx:afterRequest", function (e) {
+      if (e.detail.elt === composer && e.detail.successful) {
+        ta.value = "";
+        saving = null;
+        if (draftState) draftState.textContent = "";
+        atBottom = true;
+        scrollToBottom();
+      }
+    });
+    window.addEventListener("pagehide", function () { if (draftTimer) saveDraft(true); });
+  }
+
+  // ---- Uploads: drag and drop (or choose) onto a drop zone; each file is
+  // sent as its own request with a progress bar.
+  function upload(zone, file) {
+    var list = $("#uploads");
+    var li = document.createElement("li");
+    var name = document.createElement("span");
+    name.textContent = file.name;
+    var pct = document.createElement("span");
+    pct.textContent = "0%";
+    var bar = document.createElement("progress");
+    bar.max = 100; bar.value = 0;
+    bar.setAttribute("aria-label", "Uploading " + file.name);
+    li.append(name, pct, bar);
+    if (list) list.appendChild(li);
+    var url = zone.dataset.uploadUrl;
+    if (url.indexOf("/files/upload") >= 0) {
+      var u = new URL(url, location.href);
+      var dir = u.searchParams.get("path") || "/";
+      u.searchParams.set("path", dir.replace(/\/$/, "") + "/" + file.name);
+      url = u.pathname + u.search;
+    } else {
+      url += (url.indexOf("?") >= 0 ? "&" : "?") + "name=" + encodeURIComponent(file.name);
+    }
+    var xhr = new XMLHttpRequest();
+    xhr.open("POST", url);
+    xhr.setRequestHeader("X-CSRF-Token", csrf);
+    xhr.setRequestHeader("Content-Type", file.type || "application/octet-stream");
+    xhr.upload.addEventListener("progress", function (e) {
+      if (e.lengthComputable) { bar.value = Math.round(e.loaded * 100 / e.total); pct.textContent = bar.value + "%"; }
+    });
+    xhr.addEventListener("load", function () {
+      if (xhr.status >= 200 && xhr.status < 300) {
+        bar.value = 100; pct.textContent = "done";
+        setTimeout(function () { li.remove(); }, 1500);
+        var target = zone.dataset.refreshTarget;
+        if (target) htmx.ajax("GET", zone.dataset.refreshUrl, { target: target, swap: "outerHTML" });
+        else htmx.ajax("GET", zone.dataset.refreshUrl, { target: "#shelf", swap: "none" });
+      } else {
+        li.classList.add("failed");
+        pct.textContent = "failed";
+        var msg = document.createElement("span");
+        var doc = new DOMParser().parseFromString(xhr.responseText, "text/html");
+        msg.textContent = (doc.body && doc.body.textContent.trim()) || ("HTTP " + xhr.status);
+        li.appendChild(msg);
+      }
+    });
+    xhr.addEventListener("error", function () { li.classList.add("failed"); pct.textContent = "failed"; });
+    xhr.send(file);
+  }
+  document.addEventListener("dragover", function (e) {
+    var zone = e.target.closest && e.target.closest(".dropzone");
+    if (zone) { e.preventDefault(); zone.classList.add("over"); }
+  });
+  document.addEventListener("dragleave", function (e) {
+    var zone = e.target.closest && e.target.closest(".dropzone");
+    if (zone) zone.classList.remove("over");
+  });
+  document.addEventListener("drop", function (e) {
+    var zone = e.target.closest && e.target.closest(".dropzone");
+    if (!zone) return;
+    e.preventDefault();
+    zone.classList.remove("over");
+    Array.prototype.forEach.call(e.dataTransfer.files, function (f) { upload(zone, f); });
+  });
+  document.addEventListener("change", function (e) {
+    if (!e.target.classList.contains("file-input")) return;
+    var zone = e.target.closest(".dropzone");
+    Array.prototype.forEach.call(e.target.files, function (f) { upload(zone, f); });
+    e.target.value = "";
+  });
+
+  // ---- Panels on narrow screens, the preview, toasts.
+  function toggle(cls, btn) {
+    var open = document.body.classList.toggle(cls);
+    if (btn) btn.setAttribute("aria-expanded", open ? "true" : "false");
+  }
+  document.addEventListener("click", function (e) {
+    var t = e.target.closest ? e.target : e.target.parentElement;
+    if (!t) return;
+    if (t.closest("#side-toggle")) toggle("side-open", $("#side-toggle"));
+    else if (t.closest("#shelf-toggle")) toggle("shelf-open", $("#shelf-toggle"));
+    else if (t.closest("[data-open-shelf]")) { document.body.classList.add("shelf-open"); }
+    else if (t.closest("[data-close-preview]")) { var p = $("#preview"); if (p) p.innerHTML = ""; }
+    else if (t.closest("[data-dismiss]")) { var toast = $("#toast"); if (toast) toast.innerHTML = ""; }
+    // A row menu closes when something else is clicked.
+    $all("details.row-menu[open], details.ws-switch[open]").forEach(function (d) {
+      if (!d.contains(t)) d.removeAttribute("open");
+    });
+  });
+  var toastTimer = null;
+  document.addEventListener("htmx:afterSwap", function (e) {
+    if (e.detail.target && e.detail.target.id === "toast") {
+      clearTimeout(toastTimer);
+      toastTimer = setTimeout(function () { var t = $("#toast"); if (t) t.innerHTML = ""; }, 8000);
+    }
+  });
+  document.addEventListener("htmx:sendError", function () {
+    var t = $("#toast");
+    if (t) t.innerHTML = '<div class="toast-msg"><span>desk did not answer; is it still running?</span></div>';
+  });
+
+  // The Archived group remembers whether it was open.
+  var archived = $("#archived-group");
+  if (archived) {
+    if (localStorage.getItem("desk.archived.open") === "1") archived.open = true;
+    archived.addEventListener("toggle", function () { localStorage.setItem("desk.archived.open", archived.open ? "1" : "0"); });
+  }
+
+  // New content from htmx (answers and the event stream).
+  if (window.htmx) {
+    htmx.onLoad(function (el) { addCopyButtons(el); });
+  }
+
+  // ---- Logs: follow the tail, mark what is shown as seen.
+  document.addEventListener("htmx:sseMessage", function (e) {
+    var list = e.target;
+    if (list && list.id === "log-entries") {
+      var follow = $("#follow");
+      if (!follow || follow.checked) list.lastElementChild && list.lastElementChild.scrollIntoView({ block: "end" });
+    }
+  });
+  document.addEventListener("htmx:configRequest", function (e) {
+    if (e.detail.elt && e.detail.elt.id === "mark-seen") {
+      var max = 0;
+      $all("#log-entries > li[data-seq]").forEach(function (li) { max = Math.max(max, +li.dataset.seq); });
+      if (max > 0) e.detail.parameters.seq = String(Math.max(max, +e.detail.parameters.seq || 0));
+    }
+  });
+
+  // ---- The command palette: Ctrl/Cmd+K finds sessions and actions (every
+  // link marked data-palette on the page).
+  var palette = $("#palette");
+  var input = $("#palette-input");
+  var list = $("#palette-list");
+  var items = [];
+  var selected = 0;
+  function entries() {
+    var seen = {};
+    return $all("a[data-palette]").filter(function (a) {
+      var key = a.dataset.palette + "|" + a.getAttribute("href");
+      if (seen[key]) return false;
+      seen[key] = true;
+      return true;
+    }).map(function (a) { return { label: a.dataset.palette, href: a.getAttribute("href") }; });
+  }
+  function renderPalette() {
+    var q = input.value.trim().toLowerCase();
+    items = entries().filter(function (it) { return it.label.toLowerCase().indexOf(q) >= 0; }).slice(0, 50);
+    selected = Math.min(selected, Math.max(items.length - 1, 0));
+    list.innerHTML = "";
+    items.forEach(function (it, i) {
+      var li = document.createElement("li");
+      li.setAttribute("role", "option");
+      li.id = "palette-opt-" + i;
+      li.textContent = it.label;
+      li.setAttribute("aria-selected", i === selected ? "true" : "false");
+      li.addEventListener("click", function () { go(i); });
+      list.appendChild(li);
+    });
+    input.setAttribute("aria-activedescendant", items.length ? "palette-opt-" + selected : "");
+  }
+  function go(i) {
+    var it = items[i];
+    if (!it) return;
+    palette.close();
+    location.href = it.href;
+  }
+  function openPalette() {
+    if (!palette || palette.open) return;
+    input.value = "";
+    selected = 0;
+    renderPalette();
+    palette.showModal();
+    input.focus();
+  }
+  if (palette) {
+    input.addEventListener("input", function () { selected = 0; renderPalette(); });
+    input.addEventListener("keydown", function (e) {
+      if (e.key === "ArrowDown") { e.preventDefault(); selected = Math.min(selected + 1, items.length - 1); renderPalette(); }
+      else if (e.key === "ArrowUp") { e.preventDefault(); selected = Math.max(selected - 1, 0); renderPalette(); }
+      else if (e.key === "Enter") { e.preventDefault(); go(selected); }
+    });
+    var btn = $("#palette-open");
+    if (btn) btn.addEventListener("click", openPalette);
+  }
+  document.addEventListener("keydown", function (e) {
+    if ((e.ctrlKey || e.metaKey) && (e.key === "k" || e.key === "K")) {
+      e.preventDefault();
+      openPalette();
+    }
+  });
+})();

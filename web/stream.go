@@ -1,0 +1,402 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/execution"
+)
+
+// The page's event stream: desk's events of one workspace, turned into
+// out-of-band HTML fragments (htmx swaps them into the page). Each stream
+// message's id is "<event seq>-<transcript seq>", so a reconnecting
+// browser resumes both where it left off.
+
+// sseWriter writes server-sent events; a mutex keeps the keepalive and
+// the event handler from interleaving.
+type sseWriter struct {
+	mu sync.Mutex
+	w  http.ResponseWriter
+	fl http.Flusher
+}
+
+func newSSE(w http.ResponseWriter) (*sseWriter, error) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		return nil, fmt.Errorf("event stream: the connection cannot stream")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fl.Flush()
+	return &sseWriter{w: w, fl: fl}, nil
+}
+
+// send writes one event; data may span lines.
+func (s *sseWriter) send(id, event, data string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	if id != "" {
+		b.WriteString("id: " + id + "\n")
+	}
+	b.WriteString("event: " + event + "\n")
+	// A carriage return would end an SSE line early; as an entity it
+	// means the same to the HTML.
+	data = strings.ReplaceAll(data, "\r", "&#13;")
+	for _, line := range strings.Split(data, "\n") {
+		b.WriteString("data: " + line + "\n")
+	}
+	b.WriteString("\n")
+	if _, err := s.w.Write([]byte(b.String())); err != nil {
+		return err
+	}
+	s.fl.Flush()
+	return nil
+}
+
+func (s *sseWriter) comment(text string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.w.Write([]byte(": " + text + "\n\n")); err != nil {
+		return err
+	}
+	s.fl.Flush()
+	return nil
+}
+
+// live is one page's stream state.
+type live struct {
+	s       *Server
+	ctx     context.Context
+	out     *sseWriter
+	ws      string
+	x       *desk.Session
+	tseq    int64
+	bubbles map[string]bool // executions whose streaming text is shown
+}
+
+func (s *Server) stream(w http.ResponseWriter, r *request) error {
+	ws, err := s.workspaceOf(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	after, _ := strconv.ParseInt(q.Get("after"), 10, 64)
+	tseq, _ := strconv.ParseInt(q.Get("tseq"), 10, 64)
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		a, t, _ := strings.Cut(id, "-")
+		if n, err := strconv.ParseInt(a, 10, 64); err == nil {
+			after = n
+		}
+		if n, err := strconv.ParseInt(t, 10, 64); err == nil {
+			tseq = n
+		}
+	}
+	l := &live{s: s, ws: ws.ID, tseq: tseq, bubbles: map[string]bool{}}
+	if id := q.Get("session"); id != "" {
+		x, err := s.d.Sessions.Get(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		if x.WorkspaceID != ws.ID {
+			return desk.Errorf(desk.ENOTFOUND, "session %s not found in workspace %s", x.ID, ws.ID)
+		}
+		l.x = x
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	l.ctx = ctx
+	// While the stream is connected the session is open: a turn finishing
+	// now leaves it read.
+	viewer := q.Get("viewer")
+	if !validViewer(viewer) {
+		viewer = newViewer()
+	}
+	if l.x != nil {
+		if _, err := s.d.UI.Open(ctx, l.x.ID, viewer); err != nil {
+			return err
+		}
+		defer func() {
+			if err := s.d.UI.Leave(background(r), l.x.ID, viewer); err != nil {
+				s.log.Warn("leave session", "session_id", l.x.ID, "err", err)
+			}
+		}()
+	}
+	out, err := newSSE(w)
+	if err != nil {
+		return err
+	}
+	l.out = out
+	go l.keepalive(cancel, viewer)
+	err = s.d.Exec.Tail(ctx, desk.EventFilter{WorkspaceID: ws.ID, AfterSeq: after},
+		func(execution.Gap) error {
+			// Events were lost to retention: redraw every region.
+			parts, err := l.refresh()
+			return l.emit(0, parts, err)
+		},
+		l.handle)
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("page event stream ended", "err", err)
+	}
+	return nil
+}
+
+// newViewer names one page's view of a session.
+func newViewer() string { return "tab-" + randomString()[:16] }
+
+func validViewer(v string) bool {
+	if !strings.HasPrefix(v, "tab-") || len(v) > 64 {
+		return false
+	}
+	for _, r := range v[4:] {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// keepalive comments on an idle stream (proxies and browsers drop silent
+// ones) and renews the session's open hold.
+func (l *live) keepalive(cancel context.CancelFunc, viewer string) {
+	ping := time.NewTicker(l.s.keepalive)
+	defer ping.Stop()
+	hold := time.NewTicker(max(l.s.d.UI.HoldTTL()/3, time.Second))
+	defer hold.Stop()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-ping.C:
+			if err := l.out.comment("ping"); err != nil {
+				cancel()
+				return
+			}
+		case <-hold.C:
+			if l.x != nil {
+				if _, err := l.s.d.UI.Open(l.ctx, l.x.ID, viewer); err != nil && l.ctx.Err() == nil {
+					l.s.log.Warn("renew session hold", "session_id", l.x.ID, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// emit sends parts as one patch.
+func (l *live) emit(seq int64, parts []part, err error) error {
+	if err != nil {
+		if desk.IsCode(err, desk.ENOTFOUND) {
+			return nil // the session went away; the next page load says so
+		}
+		return err
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if err := l.s.tmpl.ExecuteTemplate(&b, p.name, p.data); err != nil {
+			return fmt.Errorf("render %s: %w", p.name, err)
+		}
+	}
+	id := ""
+	if seq > 0 {
+		id = strconv.FormatInt(seq, 10) + "-" + strconv.FormatInt(l.tseq, 10)
+	}
+	return l.out.send(id, "patch", b.String())
+}
+
+func (l *live) refresh() ([]part, error) {
+	var parts []part
+	if l.x != nil {
+		sync, err := l.sync()
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, sync...)
+		rp, err := l.s.regionParts(l.ctx, l.x, regionRun|regionQueue|regionCards|regionBudget|regionShelf)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, rp...)
+	}
+	sb, err := l.s.sidebar(l.ctx, l.ws, l.current())
+	if err != nil {
+		return nil, err
+	}
+	return append(parts, part{"sidebar-oob", sb}), nil
+}
+
+func (l *live) current() string {
+	if l.x == nil {
+		return ""
+	}
+	return l.x.ID
+}
+
+// sync appends the transcript's messages the page does not have yet, and
+// retires the streaming text they replace.
+func (l *live) sync() ([]part, error) {
+	ms, err := l.s.d.Agent.Transcript(l.ctx, l.x.SurfaceID, 0, pageMessages)
+	if err != nil {
+		return nil, err
+	}
+	var fresh []*desk.Message
+	for _, m := range ms {
+		if m.Seq > l.tseq {
+			fresh = append(fresh, m)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil, nil
+	}
+	var parts []part
+	for _, m := range fresh {
+		if m.Role == desk.RoleAssistant && l.bubbles[m.ExecutionID] {
+			parts = append(parts, part{"live-remove", m.ExecutionID})
+			delete(l.bubbles, m.ExecutionID)
+		}
+	}
+	arts, err := l.s.d.Artifacts.List(l.ctx, l.x.ID)
+	if err != nil {
+		return nil, err
+	}
+	l.tseq = fresh[len(fresh)-1].Seq
+	return append(parts, part{"append-messages", messages(l.x.ID, fresh, artifactMap(arts))}), nil
+}
+
+// handle turns one event into fragments.
+func (l *live) handle(e *desk.Event) error {
+	parts, err := l.parts(e)
+	return l.emit(e.Seq, parts, err)
+}
+
+func (l *live) parts(e *desk.Event) ([]part, error) {
+	var parts []part
+	add := func(ps []part, err error) error {
+		parts = append(parts, ps...)
+		return err
+	}
+	mine := l.x != nil && e.SessionID == l.x.ID
+	orchestrator := mine && (e.SurfaceID == "" || e.SurfaceID == l.x.SurfaceID)
+	typ := e.Type
+	switch {
+	case !mine:
+	case typ == "assistant.delta" && orchestrator:
+		if err := add(l.bubble(e.ExecutionID)); err != nil {
+			return nil, err
+		}
+		var d struct {
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(e.Data, &d)
+		parts = append(parts, part{"live-delta", map[string]string{"Exe": e.ExecutionID, "Text": d.Text}})
+	case typ == "tool.call_started" && orchestrator:
+		if err := add(l.bubble(e.ExecutionID)); err != nil {
+			return nil, err
+		}
+		var d struct {
+			Tool string `json:"tool"`
+		}
+		_ = json.Unmarshal(e.Data, &d)
+		parts = append(parts, part{"live-tool", map[string]string{"Exe": e.ExecutionID, "Tool": d.Tool}})
+	case typ == "assistant.message" && orchestrator:
+		if err := add(l.sync()); err != nil {
+			return nil, err
+		}
+	case strings.HasPrefix(typ, "command.") && orchestrator:
+		if err := add(l.sync()); err != nil {
+			return nil, err
+		}
+		var c desk.Command
+		if json.Unmarshal(e.Data, &c) == nil && c.CallID != "" {
+			arts, err := l.s.d.Artifacts.List(l.ctx, l.x.ID)
+			if err != nil {
+				return nil, err
+			}
+			call := desk.MessageCall{ID: c.CallID, Name: c.Tool, Arguments: c.Arguments}
+			sp := newSpan(l.x.ID, c.ExecutionID, call, &c, artifactMap(arts))
+			sp.OOB = true
+			parts = append(parts, part{"span-oob", sp})
+		}
+	case typ == "tool.output" && orchestrator:
+		var d struct {
+			CommandID string `json:"command_id"`
+			Text      string `json:"text"`
+		}
+		_ = json.Unmarshal(e.Data, &d)
+		parts = append(parts, part{"span-output", d})
+	case strings.HasPrefix(typ, "execution."):
+		if orchestrator {
+			if err := add(l.sync()); err != nil {
+				return nil, err
+			}
+			if !desk.PhaseActive(strings.TrimPrefix(typ, "execution.")) && l.bubbles[e.ExecutionID] {
+				parts = append(parts, part{"live-remove", e.ExecutionID})
+				delete(l.bubbles, e.ExecutionID)
+			}
+		}
+		if err := add(l.s.regionParts(l.ctx, l.x, regionRun|regionQueue|regionCards|regionBudget)); err != nil {
+			return nil, err
+		}
+	case strings.HasPrefix(typ, "queue."):
+		if err := add(l.s.regionParts(l.ctx, l.x, regionQueue)); err != nil {
+			return nil, err
+		}
+	case strings.HasPrefix(typ, "approval."), strings.HasPrefix(typ, "input."), strings.HasPrefix(typ, "plan."):
+		if err := add(l.s.regionParts(l.ctx, l.x, regionCards|regionRun)); err != nil {
+			return nil, err
+		}
+	case strings.HasPrefix(typ, "artifact."):
+		if err := add(l.s.regionParts(l.ctx, l.x, regionShelf)); err != nil {
+			return nil, err
+		}
+	case strings.HasPrefix(typ, "block."):
+		if err := add(l.s.regionParts(l.ctx, l.x, regionRun)); err != nil {
+			return nil, err
+		}
+	}
+	if sidebarEvent(typ) {
+		sb, err := l.s.sidebar(l.ctx, l.ws, l.current())
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, part{"sidebar-oob", sb})
+	}
+	return parts, nil
+}
+
+// bubble makes sure the streaming text of an execution has its place at
+// the end of the transcript, after the message that started the turn.
+func (l *live) bubble(exe string) ([]part, error) {
+	if l.bubbles[exe] {
+		return nil, nil
+	}
+	parts, err := l.sync()
+	if err != nil {
+		return nil, err
+	}
+	l.bubbles[exe] = true
+	return append(parts, part{"live-bubble", exe}), nil
+}
+
+// sidebarEvent reports whether an event can change a row of the sidebar:
+// its tone (running, waiting, error), its unread dot, or its place.
+func sidebarEvent(typ string) bool {
+	switch typ {
+	case "execution.starting", "execution.ended", "execution.failed", "execution.interrupted",
+		"session.unread", "session.read", "approval.requested", "input.requested":
+		return true
+	}
+	return strings.HasPrefix(typ, "approval.") || strings.HasPrefix(typ, "input.")
+}

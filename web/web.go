@@ -1,0 +1,265 @@
+// Package web owns desk's web UI: server-rendered html/template pages made
+// live with htmx and server-sent events, served by the same binary at "/"
+// beside the API. Every asset is embedded (static/ and templates/), vendored
+// htmx included, so there is no CDN and no build step.
+//
+// The UI is a thin door: it calls the same services the HTTP API does, with
+// the caller's principal in the context, so every rule (who may see what,
+// queue order, interrupts, approvals) is decided in one place. It owns only
+// presentation: the login cookie, CSRF checks, the security headers, and
+// turning domain events into HTML fragments.
+//
+// It must never render model or user text unescaped (Markdown is rendered
+// without raw HTML), never serve an artifact's HTML on desk's own origin
+// (previews are sandboxed with their own CSP), and never accept a
+// state-changing request without the CSRF token.
+package web
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent"
+	"github.com/desk-runtime/desk/execution"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed static
+var staticFiles embed.FS
+
+// Exec is the execution service the UI drives.
+type Exec interface {
+	Submit(ctx context.Context, sessionID string, in desk.SubmitInput) (*desk.SubmitResult, error)
+	Queue(ctx context.Context, sessionID string, all bool) ([]*desk.QueueItem, error)
+	QueueOp(ctx context.Context, sessionID, itemID string, op desk.QueueOp) (*desk.QueueItem, error)
+	Executions(ctx context.Context, sessionID string) ([]*desk.Execution, error)
+	Execution(ctx context.Context, id string) (*desk.Execution, error)
+	Interrupt(ctx context.Context, sessionID, executionID string) (*desk.InterruptResult, error)
+	Blocks(ctx context.Context, sessionID string) ([]*desk.Block, error)
+	Tail(ctx context.Context, f desk.EventFilter, gap func(execution.Gap) error, fn func(*desk.Event) error) error
+}
+
+// Agent is the agent surface the UI shows: transcripts, the context budget
+// and the decisions a turn waits for.
+type Agent interface {
+	Transcript(ctx context.Context, surface string, before int64, limit int) ([]*desk.Message, error)
+	Context(ctx context.Context, x *desk.Session, surface string) (*agent.ContextView, error)
+	Approvals(ctx context.Context, sessionID string, pending bool) ([]*desk.Approval, error)
+	DecideApproval(ctx context.Context, id, decision, reason string) (*desk.Approval, error)
+	InputRequests(ctx context.Context, sessionID string) ([]*desk.InputRequest, error)
+	AnswerInput(ctx context.Context, id string, answers map[string]string) (*desk.InputRequest, *desk.SubmitResult, error)
+	DecidePlan(ctx context.Context, id, decision, notes string) (*desk.Plan, error)
+	DefaultModel() (string, error)
+}
+
+// Store is what the UI reads straight from the store: facts the services
+// do not list, always about a session the caller was already allowed to
+// see.
+type Store interface {
+	GetPlan(ctx context.Context, id string) (*desk.Plan, error)
+	ListExecutions(ctx context.Context, sessionID string, limit int) ([]*desk.Execution, error)
+	EventBounds(ctx context.Context) (min, max int64, err error)
+}
+
+// Logs is the app log the logs page shows.
+type Logs interface {
+	List(ctx context.Context, f desk.LogFilter) ([]*desk.LogEntry, error)
+	LastSeq(ctx context.Context) (int64, error)
+	MarkSeen(ctx context.Context, viewer string, seq int64) (int64, error)
+	Unread(ctx context.Context, viewer string) (*desk.LogUnread, error)
+	Tail(ctx context.Context, f desk.LogFilter, fn func(*desk.LogEntry) error) error
+}
+
+// UIState keeps drafts and the open holds that decide unread.
+type UIState interface {
+	Draft(ctx context.Context, sessionID, surfaceID string) (*desk.Draft, error)
+	SaveDraft(ctx context.Context, sessionID, surfaceID, text string) (*desk.Draft, error)
+	Open(ctx context.Context, sessionID, viewer string) (*desk.Session, error)
+	Leave(ctx context.Context, sessionID, viewer string) error
+	HoldTTL() time.Duration
+}
+
+// Deps are the services the UI is a door to.
+type Deps struct {
+	Workspaces desk.WorkspaceService
+	Sessions   desk.SessionService
+	Artifacts  desk.ArtifactService
+	Files      desk.FileService
+	Exec       Exec
+	Agent      Agent
+	Store      Store
+	Logs       Logs
+	UI         UIState
+	// Catalog, when set, serves the workspace catalog page.
+	Catalog Catalog
+	Logger  *slog.Logger
+	Version string
+}
+
+// Server is the web UI.
+type Server struct {
+	d    Deps
+	log  *slog.Logger
+	tmpl *template.Template
+	mux  *http.ServeMux
+	// keepalive paces comments on idle event streams.
+	keepalive time.Duration
+}
+
+// New parses the templates and builds the routes. It panics on a broken
+// template: they are embedded, so that is a build mistake, not a runtime
+// condition.
+func New(d Deps) *Server {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{d: d, log: d.Logger, keepalive: 15 * time.Second}
+	s.tmpl = template.Must(template.New("").Funcs(funcs()).ParseFS(templateFiles, "templates/*.html"))
+	s.routes()
+	return s
+}
+
+// ServeHTTP sets the security headers every answer carries and routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", pageCSP)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	s.mux.ServeHTTP(w, r)
+}
+
+// pageCSP allows only desk's own scripts, styles and frames: no inline
+// script, no eval, nothing from elsewhere, and no framing of desk itself.
+const pageCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
+	"frame-src 'self'; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; " +
+	"form-action 'self'; frame-ancestors 'none'"
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	static, _ := fs.Sub(staticFiles, "static")
+	m.Handle("GET /static/", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static))))
+	m.HandleFunc("GET /login", s.loginPage)
+	m.HandleFunc("POST /login", s.login)
+	m.Handle("POST /logout", s.auth(s.logout))
+	m.Handle("GET /{$}", s.auth(s.home))
+	m.Handle("POST /workspaces", s.auth(s.createWorkspace))
+
+	m.Handle("GET /w/{ws}", s.auth(s.workspacePage))
+	m.Handle("GET /w/{ws}/new", s.auth(s.newSessionPage))
+	m.Handle("POST /w/{ws}/sessions", s.auth(s.createSession))
+	m.Handle("GET /w/{ws}/sidebar", s.auth(s.sidebarFragment))
+	m.Handle("GET /w/{ws}/stream", s.auth(s.stream))
+	m.Handle("GET /w/{ws}/s/{ses}", s.auth(s.sessionPage))
+
+	m.Handle("POST /s/{ses}/send", s.auth(s.send))
+	m.Handle("PUT /s/{ses}/draft", s.auth(s.saveDraft))
+	m.Handle("POST /s/{ses}/queue/{q}/{op}", s.auth(s.queueOp))
+	m.Handle("POST /s/{ses}/stop/{exe}", s.auth(s.stop))
+	m.Handle("POST /s/{ses}/update", s.auth(s.updateSession))
+	m.Handle("POST /s/{ses}/delete", s.auth(s.deleteSession))
+	m.Handle("GET /s/{ses}/older", s.auth(s.older))
+	m.Handle("POST /approvals/{apr}", s.auth(s.decideApproval))
+	m.Handle("POST /inputs/{inp}", s.auth(s.answerInput))
+	m.Handle("POST /plans/{pln}", s.auth(s.decidePlan))
+
+	m.Handle("GET /s/{ses}/shelf", s.auth(s.shelfFragment))
+	m.Handle("POST /s/{ses}/artifacts", s.auth(s.uploadArtifact))
+	m.Handle("GET /s/{ses}/a/{art}", s.auth(s.preview))
+	m.Handle("GET /s/{ses}/a/{art}/raw", s.auth(s.artifactRaw))
+	m.Handle("POST /s/{ses}/a/{art}/delete", s.auth(s.deleteArtifact))
+
+	m.Handle("GET /w/{ws}/files", s.auth(s.filesPage))
+	m.Handle("GET /w/{ws}/files/raw", s.auth(s.fileRaw))
+	m.Handle("POST /w/{ws}/files/upload", s.auth(s.fileUpload))
+	m.Handle("POST /w/{ws}/files/delete", s.auth(s.fileDelete))
+	m.Handle("POST /w/{ws}/files/delete-prefix", s.auth(s.fileDeletePrefix))
+
+	m.Handle("GET /logs", s.auth(s.logsPage))
+	m.Handle("GET /logs/stream", s.auth(s.logsStream))
+	m.Handle("POST /logs/seen", s.auth(s.logsSeen))
+	m.Handle("GET /nav/unread", s.auth(s.navUnread))
+
+	m.Handle("GET /catalog", s.auth(s.catalogPage))
+	m.Handle("POST /catalog/{ws}/{action}", s.auth(s.catalogAction))
+
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, desk.Errorf(desk.ENOTFOUND, "no page at %s", r.URL.Path))
+	})
+	s.mux = m
+}
+
+// cacheStatic lets browsers keep the embedded assets for an hour; they
+// change only with the binary.
+func cacheStatic(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// isHTMX reports whether htmx sent the request (it swaps the answer into
+// the page rather than replacing the page).
+func isHTMX(r *http.Request) bool { return r.Header.Get("HX-Request") == "true" }
+
+// statusOf maps an error code to the HTTP status, as the API does.
+func statusOf(err error) int {
+	switch desk.ErrorCode(err) {
+	case desk.EINVALID:
+		return http.StatusBadRequest
+	case desk.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case desk.EFORBIDDEN:
+		return http.StatusForbidden
+	case desk.ENOTFOUND:
+		return http.StatusNotFound
+	case desk.ECONFLICT, desk.EBUSY:
+		return http.StatusConflict
+	case desk.ETOOLARGE:
+		return http.StatusRequestEntityTooLarge
+	case desk.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	case desk.ENOSPACE:
+		return http.StatusInsufficientStorage
+	}
+	return http.StatusInternalServerError
+}
+
+// fail answers an error: a toast for htmx requests (retargeted so it never
+// replaces the content the request aimed at), an error page otherwise.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	code := desk.ErrorCode(err)
+	if code == desk.EINTERNAL {
+		s.log.Error("web request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	msg := desk.ErrorMessage(err)
+	status := statusOf(err)
+	w.Header().Set("Cache-Control", "no-store")
+	if isHTMX(r) {
+		w.Header().Set("HX-Retarget", "#toast")
+		w.Header().Set("HX-Reswap", "innerHTML")
+		s.renderStatus(w, status, "toast", map[string]string{"Message": msg, "Code": code})
+		return
+	}
+	if strings.HasPrefix(r.Header.Get("Accept"), "application/json") {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`{"error":{"code":` + jsonString(code) + `,"message":` + jsonString(msg) + `}}`))
+		return
+	}
+	s.renderStatus(w, status, "error-page", map[string]any{"Message": msg, "Code": code, "Status": status})
+}
