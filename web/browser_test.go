@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -158,6 +159,18 @@ func (tb *tab) wait(what, expr string) {
 		last = fmt.Errorf("still false after 60s")
 	}
 	tb.fail("waiting for "+what, last)
+}
+
+// within reports whether a JavaScript condition holds within d.
+func (tb *tab) within(d time.Duration, expr string) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && tb.ctx.Err() == nil {
+		if ok, err := chromedp.Run(tb.ctx, chromedp.Evaluate[bool]("!!("+expr+")")); err == nil && ok {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
 }
 
 func evalJS[T any](tb *tab, expr string) T {
@@ -336,8 +349,23 @@ func browserQueueSteerStop(t *testing.T, s *suite) {
 	if strings.Join(order, ",") != "second,third" {
 		t.Fatalf("queue = %v, want second,third", order)
 	}
-	tb.do("steer the third", chromedp.Click(chromedp.CSS(`#queue li.queued:nth-child(2) button[aria-label^="Steer"]`)))
-	tb.wait("the third to lead the queue", `(() => { const r = [...document.querySelectorAll("#queue li.queued .q-text")].map(e => e.textContent); return r.join(",") === "third,second"; })()`)
+	// The queue region is redrawn by every queue event; a click that lands
+	// while htmx swaps it in can be lost, as a person's could, and is
+	// repeated the way a person would after a moment.
+	steered := `(() => { const r = [...document.querySelectorAll("#queue li.queued .q-text")].map(e => e.textContent); return r.join(",") === "third,second"; })()`
+	for attempt := 0; ; attempt++ {
+		// Aimed at the row by its text: steering the third twice is
+		// harmless, steering whatever row is second now would not be.
+		if !evalJS[bool](tb, `(() => { const li = [...document.querySelectorAll("#queue li.queued")].find(l => l.querySelector(".q-text").textContent === "third"); const b = li && li.querySelector('button[aria-label^="Steer"]'); if (b) b.click(); return !!b; })()`) {
+			tb.fail("steer the third", errors.New("no queued row reads third"))
+		}
+		if tb.within(3*time.Second, steered) {
+			break
+		}
+		if attempt == 4 {
+			tb.wait("the third to lead the queue", steered)
+		}
+	}
 	running := evalJS[string](tb, `document.querySelector("#run #stop").dataset.execution`)
 	tb.do("stop", chromedp.Click(chromedp.CSS(`#run #stop`)))
 	// The exact execution the button named was interrupted, and the
