@@ -395,7 +395,7 @@ func (l *live) bubble(exe string) ([]part, error) {
 func sidebarEvent(typ string) bool {
 	switch typ {
 	case "execution.starting", "execution.ended", "execution.failed", "execution.interrupted",
-		"session.unread", "session.read", "approval.requested", "input.requested":
+		"session.unread", "session.read", "session.updated", "approval.requested", "input.requested":
 		return true
 	}
 	return strings.HasPrefix(typ, "approval.") || strings.HasPrefix(typ, "input.")

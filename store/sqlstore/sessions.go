@@ -99,11 +99,35 @@ func (s *DB) UpdateSession(ctx context.Context, id string, u desk.SessionUpdate)
 		set, args = append(set, "lifecycle = ?"), append(args, *u.Lifecycle)
 	}
 	args = append(args, id, false)
-	res, err := s.exec(ctx, s.db, `UPDATE sessions SET `+strings.Join(set, ", ")+` WHERE id = ? AND deleting = ?`, args...)
-	if err != nil {
-		return nil, err
+	// Every page showing the session's row (another tab, another person)
+	// learns of the change from the event committed with it.
+	changed := map[string]any{}
+	if u.Title != nil {
+		changed["title"] = *u.Title
 	}
-	if err := affected(res, "session", id); err != nil {
+	if u.Pinned != nil {
+		changed["pinned"] = *u.Pinned
+	}
+	if u.Archived != nil {
+		changed["archived"] = *u.Archived
+	}
+	if u.Unread != nil {
+		changed["unread"] = *u.Unread
+	}
+	if u.Lifecycle != nil {
+		changed["lifecycle"] = *u.Lifecycle
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := s.exec(ctx, tx, `UPDATE sessions SET `+strings.Join(set, ", ")+` WHERE id = ? AND deleting = ?`, args...)
+		if err != nil {
+			return err
+		}
+		if err := affected(res, "session", id); err != nil {
+			return err
+		}
+		return s.emitIn(ctx, tx, id, event{typ: "session.updated", session: id, data: changed})
+	})
+	if err != nil {
 		return nil, err
 	}
 	return s.GetSession(ctx, id)

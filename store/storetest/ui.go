@@ -60,6 +60,19 @@ func testUI(t *testing.T, s desk.Store) {
 		t.Fatalf("emptied draft = %+v", d)
 	}
 
+	// A pin, an archive or a rename is committed with a session.updated
+	// event naming only what changed, so other pages redraw the row; a
+	// refused update (no such session) emits nothing.
+	pin := true
+	_, err = s.UpdateSession(ctx, x.ID, desk.SessionUpdate{Pinned: &pin})
+	must(t, err)
+	if n := countEvents(t, s, x.ID, "session.updated"); n != 1 {
+		t.Fatalf("%d session.updated events after a pin, want 1", n)
+	}
+	if _, err := s.UpdateSession(ctx, "ses_01ARZ3NDEKTSV4RRFFQ69G5FAV", desk.SessionUpdate{Pinned: &pin}); !desk.IsCode(err, desk.ENOTFOUND) {
+		t.Fatalf("update of a missing session: %v", err)
+	}
+
 	// Nobody has x open: a finished turn marks it unread, once, with an
 	// event; updated_at (recency) does not move.
 	before, _ := s.GetSession(ctx, x.ID)
