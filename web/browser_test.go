@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -159,18 +158,6 @@ func (tb *tab) wait(what, expr string) {
 		last = fmt.Errorf("still false after 60s")
 	}
 	tb.fail("waiting for "+what, last)
-}
-
-// within reports whether a JavaScript condition holds within d.
-func (tb *tab) within(d time.Duration, expr string) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) && tb.ctx.Err() == nil {
-		if ok, err := chromedp.Run(tb.ctx, chromedp.Evaluate[bool]("!!("+expr+")")); err == nil && ok {
-			return true
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return false
 }
 
 func evalJS[T any](tb *tab, expr string) T {
@@ -349,23 +336,22 @@ func browserQueueSteerStop(t *testing.T, s *suite) {
 	if strings.Join(order, ",") != "second,third" {
 		t.Fatalf("queue = %v, want second,third", order)
 	}
-	// The queue region is redrawn by every queue event; a click that lands
-	// while htmx swaps it in can be lost, as a person's could, and is
-	// repeated the way a person would after a moment.
-	steered := `(() => { const r = [...document.querySelectorAll("#queue li.queued .q-text")].map(e => e.textContent); return r.join(",") === "third,second"; })()`
-	for attempt := 0; ; attempt++ {
-		// Aimed at the row by its text: steering the third twice is
-		// harmless, steering whatever row is second now would not be.
-		if !evalJS[bool](tb, `(() => { const li = [...document.querySelectorAll("#queue li.queued")].find(l => l.querySelector(".q-text").textContent === "third"); const b = li && li.querySelector('button[aria-label^="Steer"]'); if (b) b.click(); return !!b; })()`) {
-			tb.fail("steer the third", errors.New("no queued row reads third"))
-		}
-		if tb.within(3*time.Second, steered) {
-			break
-		}
-		if attempt == 4 {
-			tb.wait("the third to lead the queue", steered)
-		}
+	// Moving the last row to the back changes nothing, so the redraws it
+	// causes (its answer and the queue event) leave the rows' nodes alone.
+	evalJS[bool](tb, `(() => {
+		document.querySelector("#queue").__mark = "kept"; // a property: not part of the node's equality
+		window.__queueRedraws = 0;
+		document.addEventListener("htmx:oobBeforeSwap", e => { if (e.detail.target.id === "queue") { window.__queueRedraws++; window.__queueSkipped = (window.__queueSkipped || 0) + (e.detail.shouldSwap ? 0 : 1); } });
+		const li = [...document.querySelectorAll("#queue li.queued")].find(l => l.querySelector(".q-text").textContent === "third");
+		li.querySelector('button[aria-label="Move to the back"]').click();
+		return true; })()`)
+	tb.wait("the queue redraw of the no-op move", `window.__queueRedraws >= 1`)
+	if kept := evalJS[bool](tb, `document.querySelector("#queue").__mark === "kept" && window.__queueSkipped === window.__queueRedraws`); !kept {
+		t.Fatalf("a redraw that changed nothing replaced the queue (%d redraws, %d skipped)",
+			evalJS[int](tb, `window.__queueRedraws`), evalJS[int](tb, `window.__queueSkipped || 0`))
 	}
+	tb.do("steer the third", chromedp.Click(chromedp.CSS(`#queue li.queued:nth-child(2) button[aria-label^="Steer"]`)))
+	tb.wait("the third to lead the queue", `(() => { const r = [...document.querySelectorAll("#queue li.queued .q-text")].map(e => e.textContent); return r.join(",") === "third,second"; })()`)
 	running := evalJS[string](tb, `document.querySelector("#run #stop").dataset.execution`)
 	tb.do("stop", chromedp.Click(chromedp.CSS(`#run #stop`)))
 	// The exact execution the button named was interrupted, and the

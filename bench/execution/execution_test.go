@@ -218,8 +218,12 @@ func BenchmarkRecovery100k(b *testing.B) {
 		b.Run(be.name, func(b *testing.B) {
 			cfg := be.cfg(b)
 			cfg.AdminToken = "bench"
-			// Stage with a server that has no executor, so nothing runs.
-			a, err := app.Open(context.Background(), cfg)
+			// Stage with a server that never polls for queued work, so
+			// the rows inserted behind its back stay queued and the dead
+			// owner's claims below find every surface idle.
+			stage := cfg
+			stage.Execution.PollInterval = time.Hour
+			a, err := app.Open(context.Background(), stage)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -232,6 +232,29 @@
     archived.addEventListener("toggle", function () { localStorage.setItem("desk.archived.open", archived.open ? "1" : "0"); });
   }
 
+  // A redraw that would change nothing is skipped. Every queue, run and
+  // sidebar event redraws its whole region; replacing identical nodes
+  // would only lose a click that lands mid-swap, or text typed into a card.
+  document.addEventListener("htmx:oobBeforeSwap", function (e) {
+    var d = e.detail, t = d.target, f = d.fragment;
+    if (!t || !f || f.childElementCount !== 1) return;
+    var n = f.firstElementChild;
+    if (n.id && n.id === t.id && n.isEqualNode(withoutHtmxState(t))) d.shouldSwap = false;
+  });
+  // withoutHtmxState is a copy of el without htmx's transient classes
+  // (htmx-request on the button just clicked, htmx-settling…), which the
+  // server's render never has.
+  function withoutHtmxState(el) {
+    var c = el.cloneNode(true);
+    [c].concat(Array.prototype.slice.call(c.querySelectorAll("[class*='htmx-']"))).forEach(function (x) {
+      Array.prototype.slice.call(x.classList).forEach(function (k) {
+        if (k.indexOf("htmx-") === 0) x.classList.remove(k);
+      });
+      if (x.getAttribute("class") === "") x.removeAttribute("class");
+    });
+    return c;
+  }
+
   // New content from htmx (answers and the event stream).
   if (window.htmx) {
     htmx.onLoad(function (el) { addCopyButtons(el); });
