@@ -72,6 +72,20 @@ func PrincipalFrom(ctx context.Context) (Principal, bool) {
 	return p, ok
 }
 
+// RequireAdmin refuses a caller that is not the admin: unauthorized
+// without credentials, forbidden with an actor token. what completes
+// "only the admin token may …".
+func RequireAdmin(ctx context.Context, what string) error {
+	p, ok := PrincipalFrom(ctx)
+	if !ok {
+		return Errorf(EUNAUTHORIZED, "no credentials")
+	}
+	if !p.Admin {
+		return Errorf(EFORBIDDEN, "only the admin token may %s", what)
+	}
+	return nil
+}
+
 // Now returns the current time truncated to microseconds in UTC, the
 // precision both stores keep, so values round-trip through either exactly.
 func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }

@@ -83,17 +83,6 @@ func (s *Service) hook(step string) error {
 	return s.opt.Hook(step)
 }
 
-func requireAdmin(ctx context.Context) error {
-	p, ok := desk.PrincipalFrom(ctx)
-	if !ok {
-		return desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
-	}
-	if !p.Admin {
-		return desk.Errorf(desk.EFORBIDDEN, "only the admin token may absorb workspaces")
-	}
-	return nil
-}
-
 // Exclusion reasons.
 const (
 	ReasonGit        = "git"
@@ -384,7 +373,7 @@ type planned struct {
 // Plan computes what absorbing source into target would do. It changes
 // nothing.
 func (s *Service) Plan(ctx context.Context, target, source string) (*desk.AbsorbPlan, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := desk.RequireAdmin(ctx, "absorb workspaces"); err != nil {
 		return nil, err
 	}
 	tw, sw, err := s.pair(ctx, target, source)

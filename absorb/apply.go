@@ -41,7 +41,7 @@ type absorbData struct {
 // catalog. A failure before the source is offboarded leaves both
 // workspaces as they were.
 func (s *Service) Apply(ctx context.Context, target, source string, in desk.AbsorbApply) (*desk.AbsorbResult, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := desk.RequireAdmin(ctx, "absorb workspaces"); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(in.Digest) == "" {
@@ -137,7 +137,7 @@ func (s *Service) Apply(ctx context.Context, target, source string, in desk.Abso
 	if err == nil && j.Repo() != nil {
 		msg := fmt.Sprintf("desk: absorb workspace %s (%s)\n\n%s: %s\nDesk-Absorbed-From: %s\n", sw.Name, source, checkout.OperationTrailer, j.ID, source)
 		res.ImportCommit, err = j.Repo().Commit(ctx, j.GitPaths(), msg)
-		err = gitRefused(err)
+		err = checkout.Refused(err, "the target's checkout", "nothing was absorbed")
 	}
 	if err == nil {
 		err = s.hook("committed")
@@ -200,20 +200,6 @@ func (s *Service) finish(ctx context.Context, j *checkout.Journal, d absorbData)
 		return err
 	}
 	return j.Finish()
-}
-
-// gitRefused turns a git failure (a hook that refused the commit) into a
-// conflict the caller sees with git's own words.
-func gitRefused(err error) error {
-	var ge *checkout.GitError
-	if errors.As(err, &ge) {
-		msg := strings.TrimSpace(ge.Stderr)
-		if len(msg) > 2000 {
-			msg = msg[:2000] + "…"
-		}
-		return desk.Errorf(desk.ECONFLICT, "git %s failed in the target's checkout (exit %d), so nothing was absorbed: %s", ge.Args[0], ge.Code, msg)
-	}
-	return err
 }
 
 // Recover finishes or undoes every absorb a crash interrupted, after the

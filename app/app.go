@@ -63,7 +63,7 @@ type Config struct {
 	// Archive and Logger are filled in by Open.
 	Execution execution.Options
 	// Lifecycle tunes the workspace lifecycle (tests inject failures
-	// through it); its Sessions, Submit, Archive, Wake and Logger are
+	// through it); its Sessions, Submit, Archive and Logger are
 	// filled in by Open.
 	Lifecycle lifecycle.Options
 	// Templates and Absorb tune template upgrades and absorbs (tests
@@ -240,7 +240,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		return nil
 	}
 	a.Exec = execution.New(store, home, eo)
-	a.Lifecycle.SetSubmitter(a.Exec.Submit, a.Exec.Wake)
+	a.Lifecycle.SetSubmitter(a.Exec.Submit)
 	a.Agent.SetSubmitter(a.Exec.Submit)
 	a.Collector = &gc.Collector{Store: store, Home: home, Running: a.Exec.Running}
 	session.SetBeforeDelete(a.Sessions, a.Exec.StopSession)

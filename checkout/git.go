@@ -76,6 +76,21 @@ func (e *GitError) Error() string {
 	return fmt.Sprintf("git %s: exit %d: %s", strings.Join(e.Args, " "), e.Code, strings.TrimSpace(e.Stderr))
 }
 
+// Refused turns a git failure (a hook that refused the commit) into a
+// conflict the caller sees with git's own words: "git <cmd> failed in
+// <where> (exit n), so <outcome>: <stderr>". Other errors pass through.
+func Refused(err error, where, outcome string) error {
+	var ge *GitError
+	if errors.As(err, &ge) {
+		msg := strings.TrimSpace(ge.Stderr)
+		if len(msg) > 2000 {
+			msg = msg[:2000] + "…"
+		}
+		return desk.Errorf(desk.ECONFLICT, "git %s failed in %s (exit %d), so %s: %s", ge.Args[0], where, ge.Code, outcome, msg)
+	}
+	return err
+}
+
 // run runs git in dir (any directory when dir is "").
 func run(ctx context.Context, dir string, args ...string) ([]byte, error) {
 	// Signing would need a key and an agent desk does not have.

@@ -207,8 +207,9 @@ func (s *Service) Close(ctx context.Context) error {
 // OwnerID is this process's owner id.
 func (s *Service) OwnerID() string { return s.owner.ID }
 
-// Wake looks for queued work now instead of at the next poll: after a
-// workspace is restored, its queued rows become admissible again.
+// Wake looks for queued work now instead of at the next poll: when a
+// workspace's lease is given back (after a restore, an upgrade, an
+// absorb), its queued rows become admissible again.
 func (s *Service) Wake() {
 	if s.ctx != nil && s.ctx.Err() == nil {
 		s.dispatchQueued(s.ctx)

@@ -58,7 +58,7 @@ type offboardData struct {
 // and moves its directory to departed-workspaces/<ws>. Offboarding a
 // departed workspace changes nothing and answers Changed false.
 func (s *Service) Offboard(ctx context.Context, ws string, in OffboardInput) (*OffboardResult, error) {
-	if err := requireAdmin(ctx, "offboard a workspace"); err != nil {
+	if err := desk.RequireAdmin(ctx, "offboard a workspace"); err != nil {
 		return nil, err
 	}
 	w, err := s.store.GetWorkspace(ctx, ws)

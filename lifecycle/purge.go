@@ -16,7 +16,7 @@ import (
 // unknown. confirm must repeat the workspace id. Purging a purged
 // workspace changes nothing.
 func (s *Service) Purge(ctx context.Context, ws, confirm string) (*Result, error) {
-	if err := requireAdmin(ctx, "purge a workspace"); err != nil {
+	if err := desk.RequireAdmin(ctx, "purge a workspace"); err != nil {
 		return nil, err
 	}
 	if _, err := s.store.GetWorkspace(ctx, ws); err != nil {

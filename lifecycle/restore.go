@@ -15,7 +15,7 @@ import (
 // refused when the departed copy is missing or the original place is
 // taken. Restoring an active workspace changes nothing.
 func (s *Service) Restore(ctx context.Context, ws string) (*Result, error) {
-	if err := requireAdmin(ctx, "restore a workspace"); err != nil {
+	if err := desk.RequireAdmin(ctx, "restore a workspace"); err != nil {
 		return nil, err
 	}
 	if _, err := s.store.GetWorkspace(ctx, ws); err != nil {
@@ -66,9 +66,6 @@ func (s *Service) Restore(ctx context.Context, ws string) (*Result, error) {
 	}
 	if err := s.finishRestore(ctx, j); err != nil {
 		return nil, err
-	}
-	if s.opts.Wake != nil {
-		s.opts.Wake()
 	}
 	return s.result(ctx, ws, true)
 }

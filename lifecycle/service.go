@@ -64,11 +64,8 @@ type Options struct {
 	Submit Submitter
 	// Archive, when set, has a workspace's files closed before it moves.
 	Archive Archive
-	// Wake, when set, is called after a restore so the restored
-	// workspace's queued work is dispatched without waiting for a poll.
-	Wake   func()
-	Logger *slog.Logger
-	Now    func() time.Time
+	Logger  *slog.Logger
+	Now     func() time.Time
 	// Fail, when set, is called at the named steps of every operation; an
 	// error it returns stops the operation right there, as a crash would
 	// (journal, state and files left as they are). Tests use it.
@@ -102,11 +99,12 @@ func New(store desk.Store, home layout.Home, opts Options) *Service {
 	return &Service{store: store, home: home, opts: opts, log: opts.Logger, recoverers: map[string]RecoverFunc{}}
 }
 
-// SetSubmitter installs what ask queues prompts with and what a restore
-// wakes the dispatcher with, once the execution service exists.
-func (s *Service) SetSubmitter(submit Submitter, wake func()) {
+// SetSubmitter installs what ask queues prompts with, once the execution
+// service exists. (A restored workspace's queued work is woken by the
+// guard when the restore gives its lease back.)
+func (s *Service) SetSubmitter(submit Submitter) {
 	s.mu.Lock()
-	s.opts.Submit, s.opts.Wake = submit, wake
+	s.opts.Submit = submit
 	s.mu.Unlock()
 }
 
@@ -151,17 +149,6 @@ func (s *Service) fail(op, step string) error {
 		return nil
 	}
 	return s.opts.Fail(op, step)
-}
-
-func requireAdmin(ctx context.Context, what string) error {
-	p, ok := desk.PrincipalFrom(ctx)
-	if !ok {
-		return desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
-	}
-	if !p.Admin {
-		return desk.Errorf(desk.EFORBIDDEN, "only the admin token may %s", what)
-	}
-	return nil
 }
 
 // Result answers offboard, restore and purge.

@@ -26,7 +26,7 @@ type installData struct {
 // in checkout/ and the managed ones become the workspace's baseline. The
 // template is resolved first, so naming an unknown one creates nothing.
 func (s *Service) CreateWorkspace(ctx context.Context, name, ref string) (*desk.Workspace, error) {
-	if err := requireAdmin(ctx, "create workspaces"); err != nil {
+	if err := desk.RequireAdmin(ctx, "create workspaces"); err != nil {
 		return nil, err
 	}
 	tn, tver := ParseRef(ref)

@@ -107,17 +107,6 @@ func (s *Service) hook(step string) error {
 	return s.opt.Hook(step)
 }
 
-func requireAdmin(ctx context.Context, what string) error {
-	p, ok := desk.PrincipalFrom(ctx)
-	if !ok {
-		return desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
-	}
-	if !p.Admin {
-		return desk.Errorf(desk.EFORBIDDEN, "only the admin token may %s", what)
-	}
-	return nil
-}
-
 var (
 	nameRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 	versionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$`)
@@ -164,7 +153,7 @@ const manifestName = "manifest.json"
 // Add registers a template version. Versions are immutable: adding one
 // that exists is ECONFLICT. The files become visible all at once.
 func (s *Service) Add(ctx context.Context, name, version string, files []desk.TemplateFile) (*desk.TemplateVersion, error) {
-	if err := requireAdmin(ctx, "register templates"); err != nil {
+	if err := desk.RequireAdmin(ctx, "register templates"); err != nil {
 		return nil, err
 	}
 	if err := validName(name); err != nil {
@@ -262,7 +251,7 @@ func syncDir(dir string) {
 // List returns every registered version, by name and then registration
 // time.
 func (s *Service) List(ctx context.Context) ([]*desk.TemplateVersion, error) {
-	if err := requireAdmin(ctx, "list templates"); err != nil {
+	if err := desk.RequireAdmin(ctx, "list templates"); err != nil {
 		return nil, err
 	}
 	return s.list("")

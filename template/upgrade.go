@@ -34,7 +34,7 @@ type planned struct {
 // Plan computes the upgrade of a workspace to a version of its template
 // (to "" means the version registered last). It changes nothing.
 func (s *Service) Plan(ctx context.Context, wsID, to string) (*desk.UpgradePlan, error) {
-	if err := requireAdmin(ctx, "plan template upgrades"); err != nil {
+	if err := desk.RequireAdmin(ctx, "plan template upgrades"); err != nil {
 		return nil, err
 	}
 	w, err := s.store.GetWorkspace(ctx, wsID)
@@ -189,7 +189,7 @@ type upgradeData struct {
 // before the first file changes, changes only managed paths, advances the
 // baseline and commits in git when the checkout is a repository.
 func (s *Service) Apply(ctx context.Context, wsID, to string, in desk.UpgradeApply) (*desk.UpgradeResult, error) {
-	if err := requireAdmin(ctx, "apply template upgrades"); err != nil {
+	if err := desk.RequireAdmin(ctx, "apply template upgrades"); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(in.Digest) == "" {
@@ -322,7 +322,7 @@ func (s *Service) Apply(ctx context.Context, wsID, to string, in desk.UpgradeApp
 	if err == nil && j.Repo() != nil {
 		msg := fmt.Sprintf("desk: upgrade template %s from %s to %s\n\n%s: %s\n", d.Template, d.From, d.To, checkout.OperationTrailer, j.ID)
 		res.Commit, err = j.Repo().Commit(ctx, j.GitPaths(), msg)
-		err = gitRefused(err)
+		err = checkout.Refused(err, "the checkout", "nothing was changed")
 	}
 	if err == nil {
 		err = s.hook("committed")
@@ -359,20 +359,6 @@ func short(d string) string {
 		return d[:12] + "…"
 	}
 	return d
-}
-
-// gitRefused turns a git failure (a hook that refused the commit) into a
-// conflict the caller sees with git's own words.
-func gitRefused(err error) error {
-	var ge *checkout.GitError
-	if errors.As(err, &ge) {
-		msg := strings.TrimSpace(ge.Stderr)
-		if len(msg) > 2000 {
-			msg = msg[:2000] + "…"
-		}
-		return desk.Errorf(desk.ECONFLICT, "git %s failed in the checkout (exit %d), so nothing was changed: %s", ge.Args[0], ge.Code, msg)
-	}
-	return err
 }
 
 // RefuseRunning answers EBLOCKED while any execution of the workspace is

@@ -29,6 +29,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent"
 	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/httpapi"
 )
 
 //go:embed templates/*.html
@@ -213,29 +214,6 @@ func cacheStatic(h http.Handler) http.Handler {
 // the page rather than replacing the page).
 func isHTMX(r *http.Request) bool { return r.Header.Get("HX-Request") == "true" }
 
-// statusOf maps an error code to the HTTP status, as the API does.
-func statusOf(err error) int {
-	switch desk.ErrorCode(err) {
-	case desk.EINVALID:
-		return http.StatusBadRequest
-	case desk.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	case desk.EFORBIDDEN:
-		return http.StatusForbidden
-	case desk.ENOTFOUND:
-		return http.StatusNotFound
-	case desk.ECONFLICT, desk.EBUSY:
-		return http.StatusConflict
-	case desk.ETOOLARGE:
-		return http.StatusRequestEntityTooLarge
-	case desk.EUNAVAILABLE:
-		return http.StatusServiceUnavailable
-	case desk.ENOSPACE:
-		return http.StatusInsufficientStorage
-	}
-	return http.StatusInternalServerError
-}
-
 // fail answers an error: a toast for htmx requests (retargeted so it never
 // replaces the content the request aimed at), an error page otherwise.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
@@ -247,7 +225,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Error("web request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	msg := desk.ErrorMessage(err)
-	status := statusOf(err)
+	status := httpapi.StatusOf(code)
 	w.Header().Set("Cache-Control", "no-store")
 	if isHTMX(r) {
 		w.Header().Set("HX-Retarget", "#toast")

@@ -48,17 +48,6 @@ func principal(ctx context.Context) (desk.Principal, error) {
 	return p, nil
 }
 
-func requireAdmin(ctx context.Context, what string) error {
-	p, err := principal(ctx)
-	if err != nil {
-		return err
-	}
-	if !p.Admin {
-		return desk.Errorf(desk.EFORBIDDEN, "only the admin token may %s", what)
-	}
-	return nil
-}
-
 // ValidName checks a display name: present, at most 200 characters, no
 // control characters.
 func ValidName(what, name string) error {
@@ -77,7 +66,7 @@ func ValidName(what, name string) error {
 }
 
 func (s *service) CreateWorkspace(ctx context.Context, name string) (*desk.Workspace, error) {
-	if err := requireAdmin(ctx, "create workspaces"); err != nil {
+	if err := desk.RequireAdmin(ctx, "create workspaces"); err != nil {
 		return nil, err
 	}
 	if err := ValidName("workspace name", name); err != nil {
@@ -130,7 +119,7 @@ func (s *service) ListWorkspaces(ctx context.Context) ([]*desk.Workspace, error)
 var actorName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 func (s *service) CreateActor(ctx context.Context, workspaceID, name, kind string) (*desk.Actor, string, error) {
-	if err := requireAdmin(ctx, "create actors"); err != nil {
+	if err := desk.RequireAdmin(ctx, "create actors"); err != nil {
 		return nil, "", err
 	}
 	if !actorName.MatchString(name) {

@@ -386,18 +386,19 @@ func (s *DB) Claim(ctx context.Context, r desk.ClaimRequest) (*desk.QueueItem, *
 		// the workspace's lease are ordered: either the claim commits
 		// first and the operation sees its execution running, or the
 		// lease is committed first and the claim sees it below.
+		// Nothing starts either while a live desk process changes the
+		// workspace's checkout (template upgrade, absorb, offboard…):
+		// its lease's owner has not stopped and beat recently. Giving
+		// the lease back wakes the dispatchers.
 		var state string
-		if err := s.queryRow(ctx, tx, `SELECT state FROM workspaces WHERE id = ?`+s.d.ForShare, srf.WorkspaceID).Scan(&state); err != nil {
+		var leased bool
+		if err := s.queryRow(ctx, tx, `SELECT w.state, EXISTS (SELECT 1 FROM workspace_leases l JOIN owners o ON o.id = l.owner
+				WHERE l.workspace_id = w.id AND o.stopped_at = 0 AND o.heartbeat_at >= ?)
+			FROM workspaces w WHERE w.id = ?`+s.d.ForShare, micros(r.OwnerStaleBefore), srf.WorkspaceID).Scan(&state, &leased); err != nil {
 			return notFound(err, "workspace", srf.WorkspaceID)
 		}
-		if state != desk.WorkspaceActive {
+		if state != desk.WorkspaceActive || leased {
 			return nil
-		}
-		// Nothing starts while a live desk process changes the
-		// workspace's checkout (template upgrade, absorb, offboard…);
-		// releasing the lease wakes the dispatchers.
-		if held, err := s.liveLease(ctx, tx, srf.WorkspaceID, r.OwnerStaleBefore); err != nil || held {
-			return err
 		}
 		busy, err := s.hasActiveExecution(ctx, tx, r.SurfaceID)
 		if err != nil || busy {

@@ -208,21 +208,6 @@ func (s *DB) leaseOwnerDead(ctx context.Context, tx *sql.Tx, owner string, r des
 	return stopped != 0 || beat < micros(r.StaleBefore), nil
 }
 
-// liveLease reports whether a workspace's lease is held by an owner that
-// has not stopped and beat at or after staleBefore (zero: any beat).
-func (s *DB) liveLease(ctx context.Context, tx *sql.Tx, ws string, staleBefore time.Time) (bool, error) {
-	var beat, stopped int64
-	err := s.queryRow(ctx, tx, `SELECT o.heartbeat_at, o.stopped_at FROM workspace_leases l
-		JOIN owners o ON o.id = l.owner WHERE l.workspace_id = ?`, ws).Scan(&beat, &stopped)
-	if err == sql.ErrNoRows {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return stopped == 0 && (staleBefore.IsZero() || beat >= micros(staleBefore)), nil
-}
-
 func (s *DB) ReleaseWorkspaceLeases(ctx context.Context, leaseID string) error {
 	_, err := s.exec(ctx, s.db, `DELETE FROM workspace_leases WHERE lease_id = ?`, leaseID)
 	return err
