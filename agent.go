@@ -50,6 +50,10 @@ const (
 	CommandFailed    = "failed"
 	CommandDeclined  = "declined"
 	CommandCancelled = "cancelled"
+	// CommandUnknown is a call that was running when its desk died: its
+	// outcome is not known, and it is never run again (unless the tool is
+	// read-only); the model is told so in a synthesized result.
+	CommandUnknown = "unknown"
 )
 
 // Command is the record of one tool call: what ran, where, what state it

@@ -83,6 +83,10 @@ type Event struct {
 type Usage struct {
 	InputTokens  int `json:"input_tokens"`
 	OutputTokens int `json:"output_tokens"`
+	// CachedTokens is the part of InputTokens the provider served from its
+	// prompt cache (OpenAI prompt_tokens_details.cached_tokens, Anthropic
+	// cache_read_input_tokens).
+	CachedTokens int `json:"cached_tokens,omitempty"`
 }
 
 // Response is the complete answer of one call.
