@@ -638,15 +638,15 @@ func TestAgentInputValidation(t *testing.T) {
 		args any
 		want string
 	}{
-		{map[string]any{"questions": []any{}}, "1 to 3 questions"},
-		{map[string]any{"questions": []any{good, good, good, good}}, "1 to 3 questions"},
-		{map[string]any{"questions": []any{q(opt("a", true))}}, "give 2 or 3"},
-		{map[string]any{"questions": []any{q(opt("a", true), opt("b", false), opt("c", false), opt("d", false))}}, "give 2 or 3"},
+		{map[string]any{"questions": []any{}}, "/questions: got 0 items, want at least 1"},
+		{map[string]any{"questions": []any{good, good, good, good}}, "/questions: got 4 items, want at most 3"},
+		{map[string]any{"questions": []any{q(opt("a", true))}}, "/questions/0/options: got 1 item, want at least 2"},
+		{map[string]any{"questions": []any{q(opt("a", true), opt("b", false), opt("c", false), opt("d", false))}}, "/questions/0/options: got 4 items, want at most 3"},
 		{map[string]any{"questions": []any{q(opt("a", false), opt("b", false))}}, "exactly one"},
 		{map[string]any{"questions": []any{q(opt("a", true), opt("b", true))}}, "exactly one"},
 		{map[string]any{"questions": []any{map[string]any{"question": "Name?"}}}, "options or a default"},
 		{map[string]any{"questions": []any{map[string]any{"question": " ", "default": "x"}}}, "empty"},
-		{map[string]any{"questions": []any{good}, "extra": 1}, "schema"},
+		{map[string]any{"questions": []any{good}, "extra": 1}, "/extra: unknown field"},
 	}
 	var cs []map[string]any
 	for _, b := range bad {

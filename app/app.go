@@ -21,6 +21,7 @@ import (
 	"github.com/desk-runtime/desk/absorb"
 	"github.com/desk-runtime/desk/agent"
 	"github.com/desk-runtime/desk/agent/sandbox"
+	"github.com/desk-runtime/desk/agent/tools"
 	"github.com/desk-runtime/desk/applog"
 	"github.com/desk-runtime/desk/archive"
 	"github.com/desk-runtime/desk/execution"
@@ -124,6 +125,11 @@ type recoverer interface {
 func Open(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Home == "" {
 		return nil, errors.New("app: Home is required")
+	}
+	// A tool schema that is not valid JSON Schema fails every real-model
+	// turn before the provider is called: refuse to start instead.
+	if err := tools.Check(); err != nil {
+		return nil, fmt.Errorf("desk cannot start: %w", err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -27,32 +27,38 @@ const (
 	fetchTimeout  = 30 * time.Second
 )
 
-type acquire struct{}
+type acquireArgs struct {
+	Action  string `json:"action" jsonschema:"enum=fetch,enum=search,enum=note" jsonschema_description:"fetch a URL, search the web, or keep a note"`
+	URL     string `json:"url,omitempty" jsonschema_description:"fetch: the absolute http or https URL"`
+	Query   string `json:"query,omitempty" jsonschema_description:"search: what to search for"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"minimum=1,maximum=20" jsonschema_description:"search: how many results; default 5"`
+	Text    string `json:"text,omitempty" jsonschema_description:"note: the text to keep"`
+	Title   string `json:"title,omitempty" jsonschema_description:"note: a title, also its item name; default note.md"`
+	GroupID string `json:"group_id,omitempty" jsonschema_description:"note: the bound group to keep it in; default the first bound group"`
+}
+
+type acquire struct{ args[acquireArgs] }
 
 func (acquire) Name() string { return "acquire" }
 func (acquire) Description() string {
 	return "Get evidence from outside: action \"fetch\" downloads a URL (HTML comes back as readable text; PDF and ZIP are described, never decoded as text); \"search\" searches the web through the configured provider; \"note\" keeps a text as an item of a group this session binds."
 }
-func (acquire) Schema() json.RawMessage {
-	return schema(`{"type":"object","properties":{"action":{"type":"string","enum":["fetch","search","note"]},"url":{"type":"string"},"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":20},"text":{"type":"string"},"title":{"type":"string"},"group_id":{"type":"string"}},"required":["action"],"additionalProperties":false}`)
-}
 func (acquire) Gate(*Env, json.RawMessage) (bool, string) { return false, "" }
 
-func (acquire) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
-	var a struct {
-		Action, URL, Query, Text, Title string
-		GroupID                         string `json:"group_id"`
-		Limit                           int
-	}
-	if r := decode(call.Args, &a); r != nil {
-		return r, nil
+func (t acquire) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
+	a, bad, err := t.decode(call.Args)
+	if bad != nil || err != nil {
+		return bad, err
 	}
 	switch a.Action {
 	case "fetch":
+		if strings.TrimSpace(a.URL) == "" {
+			return badArg("url", "required, missing: fetch needs a url"), nil
+		}
 		return fetch(ctx, env, a.URL)
 	case "search":
 		if strings.TrimSpace(a.Query) == "" {
-			return Fail(CodeBadInput, "search needs a query"), nil
+			return badArg("query", "required, missing: search needs a query"), nil
 		}
 		if env.Search == nil {
 			return Fail(CodeNotConfigured, "no search provider is configured on this desk; use fetch with a URL you know"), nil
@@ -67,7 +73,7 @@ func (acquire) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
 		return &Result{Value: map[string]any{"query": a.Query, "results": hits}, Facts: map[string]any{"action": "search", "results": len(hits)}}, nil
 	case "note":
 		if strings.TrimSpace(a.Text) == "" {
-			return Fail(CodeBadInput, "note needs a text"), nil
+			return badArg("text", "required, missing: note needs a text"), nil
 		}
 		bound, err := env.Store.ListBindings(ctx, env.Session.ID)
 		if err != nil {
@@ -85,7 +91,7 @@ func (acquire) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
 				}
 			}
 			if grp == "" {
-				return Fail(CodeNotFound, "group %q is not bound to this session", a.GroupID), nil
+				return Fail(CodeNotFound, "arguments: /group_id: group %q is not bound to this session", a.GroupID), nil
 			}
 		}
 		name := "note.md"
@@ -99,7 +105,7 @@ func (acquire) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
 		}
 		return &Result{Value: map[string]any{"item_id": it.ID, "group_id": grp, "name": it.Name}, Facts: map[string]any{"action": "note", "item_id": it.ID, "group_id": grp}}, nil
 	}
-	return Fail(CodeBadInput, "action %q must be fetch, search or note", a.Action), nil
+	return badArg("action", "got %q, want one of fetch, search, note", a.Action), nil
 }
 
 // AllowPrivateFetch lets acquire fetch reach loopback and private
@@ -139,7 +145,7 @@ func FetchClient() *http.Client {
 func fetch(ctx context.Context, env *Env, raw string) (*Result, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Fail(CodeBadInput, "url %q must be an absolute http or https URL", raw), nil
+		return badArg("url", "%q is not an absolute http or https URL", raw), nil
 	}
 	client := env.HTTP
 	if client == nil {
@@ -147,7 +153,7 @@ func fetch(ctx context.Context, env *Env, raw string) (*Result, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, "GET", u.String(), nil)
 	if err != nil {
-		return Fail(CodeBadInput, "url %q: %v", raw, err), nil
+		return badArg("url", "%q: %v", raw, err), nil
 	}
 	req.Header.Set("User-Agent", "desk-agent/1 (+https://github.com/desk-runtime/desk)")
 	resp, err := client.Do(req)

@@ -9,25 +9,28 @@ import (
 	"github.com/desk-runtime/desk/session"
 )
 
-type artifactsTool struct{}
+type artifactsArgs struct {
+	Action    string `json:"action" jsonschema:"enum=create,enum=list,enum=inspect,enum=delete" jsonschema_description:"what to do"`
+	Name      string `json:"name,omitempty" jsonschema_description:"create: the artifact's file name, with its extension; default the copied file's name"`
+	Path      string `json:"path,omitempty" jsonschema_description:"create: a guest file to copy into the new artifact"`
+	Immutable bool   `json:"immutable,omitempty" jsonschema_description:"create: keep it under /artifacts/immutable, where the agent cannot change or delete it"`
+	ID        string `json:"id,omitempty" jsonschema_description:"inspect, delete: the artifact id (art_…)"`
+	Offset    int    `json:"offset,omitempty" jsonschema:"minimum=0" jsonschema_description:"list: how many artifacts to skip; default 0"`
+	Limit     int    `json:"limit,omitempty" jsonschema:"minimum=1,maximum=200" jsonschema_description:"list: how many to show; default 50"`
+}
+
+type artifactsTool struct{ args[artifactsArgs] }
 
 func (artifactsTool) Name() string { return "artifacts" }
 func (artifactsTool) Description() string {
 	return "Manage this session's artifacts: \"create\" an empty artifact (name with extension) or copy a guest file into one (path), optionally immutable; \"list\" names and ids; \"inspect\" one artifact's metadata; \"delete\" one (not immutable ones). Create artifacts only for durable outputs worth keeping: reports, evidence, exports — not for answers that fit in the reply."
 }
-func (artifactsTool) Schema() json.RawMessage {
-	return schema(`{"type":"object","properties":{"action":{"type":"string","enum":["create","list","inspect","delete"]},"name":{"type":"string"},"path":{"type":"string"},"immutable":{"type":"boolean"},"id":{"type":"string"},"offset":{"type":"integer","minimum":0},"limit":{"type":"integer","minimum":1,"maximum":200}},"required":["action"],"additionalProperties":false}`)
-}
 func (artifactsTool) Gate(*Env, json.RawMessage) (bool, string) { return false, "" }
 
-func (artifactsTool) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
-	var a struct {
-		Action, Name, Path, ID string
-		Immutable              bool
-		Offset, Limit          int
-	}
-	if r := decode(call.Args, &a); r != nil {
-		return r, nil
+func (t artifactsTool) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
+	a, bad, err := t.decode(call.Args)
+	if bad != nil || err != nil {
+		return bad, err
 	}
 	switch a.Action {
 	case "create":
@@ -50,11 +53,11 @@ func (artifactsTool) Run(ctx context.Context, env *Env, call *Call) (*Result, er
 			}
 		}
 		if name == "" {
-			return Fail(CodeBadInput, "create needs a name (with its extension) or a path to copy"), nil
+			return badArg("name", "required, missing: create needs a name (with its extension) or a path to copy"), nil
 		}
 		clean, err := session.SanitizeName(name)
 		if err != nil {
-			return Fail(CodeBadInput, "%s", desk.ErrorMessage(err)), nil
+			return badArg("name", "%s", desk.ErrorMessage(err)), nil
 		}
 		rel := clean
 		if a.Immutable {
@@ -83,6 +86,9 @@ func (artifactsTool) Run(ctx context.Context, env *Env, call *Call) (*Result, er
 		}
 		return &Result{Value: map[string]any{"total": len(arts), "artifacts": out}, Facts: map[string]any{"action": "list", "artifacts": len(out)}}, nil
 	case "inspect", "delete":
+		if a.ID == "" {
+			return badArg("id", "required, missing: %s needs an artifact id", a.Action), nil
+		}
 		art, err := env.Store.GetArtifact(ctx, a.ID)
 		if err != nil || art.SessionID != env.Session.ID {
 			return Fail(CodeNotFound, "artifact %q is not an artifact of this session", a.ID), nil
@@ -98,7 +104,7 @@ func (artifactsTool) Run(ctx context.Context, env *Env, call *Call) (*Result, er
 		}
 		return &Result{Value: map[string]any{"deleted": art.ID}, Facts: map[string]any{"action": "delete", "artifact_id": art.ID}}, nil
 	}
-	return Fail(CodeBadInput, "action %q must be create, list, inspect or delete", a.Action), nil
+	return badArg("action", "got %q, want one of create, list, inspect, delete", a.Action), nil
 }
 
 func artifactJSON(a *desk.Artifact) map[string]any {

@@ -22,26 +22,35 @@ import (
 
 // Command limits.
 const (
+	// execDefaultTimeout applies when the call gives none; the schema
+	// bounds timeout_seconds to 1..1800 (30 minutes).
 	execDefaultTimeout = 2 * time.Minute
-	execMaxTimeout     = 30 * time.Minute
 	// execKeep is the output kept in the command record and shown to the
 	// model; a command that writes more gets its whole output kept as an
 	// artifact.
 	execKeep = 64 << 10
 )
 
-type execCommand struct{}
+type execCommandArgs struct {
+	Command        string `json:"command" jsonschema_description:"the shell command line, run with sh -c"`
+	Cwd            string `json:"cwd,omitempty" jsonschema_description:"guest working directory; default the workspace's primary root, else /scratch"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"minimum=1,maximum=1800" jsonschema_description:"kill the command after this many seconds; default 120"`
+}
+
+type execCommand struct{ args[execCommandArgs] }
 
 func (execCommand) Name() string { return "exec_command" }
 func (execCommand) Description() string {
 	return "Run a shell command in a sandbox that sees only the guest file system (/artifacts, /context, /scratch, /workspace, declared host paths). Network is off unless the workspace allows it. Working directory: cwd if given, else the workspace's primary root, else /scratch. Files the command writes under /artifacts become artifacts. $DESK_ARTIFACTS, $DESK_SCRATCH and $DESK_WORKSPACE name those directories; use them in commands, because a full-access workspace runs commands on the host without a sandbox, where the guest paths do not exist. May need approval."
 }
-func (execCommand) Schema() json.RawMessage {
-	return schema(`{"type":"object","properties":{"command":{"type":"string"},"cwd":{"type":"string"},"timeout_seconds":{"type":"integer","minimum":1,"maximum":1800}},"required":["command"],"additionalProperties":false}`)
-}
-func (execCommand) Gate(_ *Env, args json.RawMessage) (bool, string) {
-	var a struct{ Command, Cwd string }
-	_ = json.Unmarshal(args, &a)
+
+// Gate: every valid command needs approval in the user mode; a call its
+// schema refuses needs none, because Run refuses it before anything runs.
+func (t execCommand) Gate(_ *Env, raw json.RawMessage) (bool, string) {
+	a, bad, err := t.decode(raw)
+	if bad != nil || err != nil {
+		return false, ""
+	}
 	s := a.Command
 	if a.Cwd != "" {
 		s = "(in " + a.Cwd + ") " + s
@@ -49,17 +58,13 @@ func (execCommand) Gate(_ *Env, args json.RawMessage) (bool, string) {
 	return true, s
 }
 
-func (execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
-	var a struct {
-		Command        string `json:"command"`
-		Cwd            string `json:"cwd"`
-		TimeoutSeconds int    `json:"timeout_seconds"`
-	}
-	if r := decode(call.Args, &a); r != nil {
-		return r, nil
+func (t execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
+	a, bad, err := t.decode(call.Args)
+	if bad != nil || err != nil {
+		return bad, err
 	}
 	if strings.TrimSpace(a.Command) == "" {
-		return Fail(CodeBadInput, "command is empty"), nil
+		return badArg("command", "is empty"), nil
 	}
 	runner := env.Sandbox
 	direct := env.Settings != nil && env.Settings.ApprovalMode == desk.ApprovalModeFullAccess
@@ -78,8 +83,8 @@ func (execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, erro
 		return nil, err
 	}
 	timeout := execDefaultTimeout
-	if a.TimeoutSeconds > 0 {
-		timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, execMaxTimeout)
+	if a.TimeoutSeconds != 0 { // in 1..1800: the schema refused anything else
+		timeout = time.Duration(a.TimeoutSeconds) * time.Second
 	}
 	before, err := artifactFiles(env)
 	if err != nil {

@@ -44,24 +44,24 @@ func artifactRel(p string) string {
 	return ""
 }
 
-type readFile struct{}
+type readFileArgs struct {
+	Path   string `json:"path" jsonschema_description:"absolute guest path, such as /artifacts/notes.md"`
+	Offset int    `json:"offset,omitempty" jsonschema:"minimum=0" jsonschema_description:"first line (0-based); default 0"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"minimum=1" jsonschema_description:"number of lines; default all, up to 64 KiB of text"`
+}
+
+type readFile struct{ args[readFileArgs] }
 
 func (readFile) Name() string { return "read_file" }
 func (readFile) Description() string {
 	return "Read a file of the guest file system (/artifacts, /context, /scratch, /workspace, declared host paths). Text comes back as text (a window of lines with offset/limit for big files); PDF, ZIP and other binary files are described, never decoded as text."
 }
-func (readFile) Schema() json.RawMessage {
-	return schema(`{"type":"object","properties":{"path":{"type":"string","description":"absolute guest path"},"offset":{"type":"integer","minimum":0,"description":"first line (0-based)"},"limit":{"type":"integer","minimum":1,"description":"number of lines"}},"required":["path"],"additionalProperties":false}`)
-}
 func (readFile) Gate(*Env, json.RawMessage) (bool, string) { return false, "" }
 
-func (readFile) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
-	var a struct {
-		Path          string `json:"path"`
-		Offset, Limit int
-	}
-	if r := decode(call.Args, &a); r != nil {
-		return r, nil
+func (t readFile) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
+	a, bad, err := t.decode(call.Args)
+	if bad != nil || err != nil {
+		return bad, err
 	}
 	st, err := env.Jail.Stat(a.Path)
 	if err != nil {
@@ -90,7 +90,7 @@ func (readFile) Run(ctx context.Context, env *Env, call *Call) (*Result, error) 
 	}
 	lines := strings.SplitAfter(string(b), "\n")
 	if a.Offset > len(lines) {
-		return Fail(CodeBadInput, "offset %d is past the end (%d lines)", a.Offset, len(lines)), nil
+		return badArg("offset", "%d is past the end (%s has %d lines)", a.Offset, a.Path, len(lines)), nil
 	}
 	end := len(lines)
 	if a.Limit > 0 && a.Offset+a.Limit < end {
@@ -109,25 +109,32 @@ func (readFile) Run(ctx context.Context, env *Env, call *Call) (*Result, error) 
 	return &Result{Value: res, Facts: facts, Output: text}, nil
 }
 
-type writeFile struct{}
+type writeFileArgs struct {
+	Path    string `json:"path" jsonschema_description:"absolute guest path of the file to write, such as /artifacts/report.md"`
+	Content string `json:"content" jsonschema_description:"the whole new content of the file"`
+}
+
+type writeFile struct{ args[writeFileArgs] }
 
 func (writeFile) Name() string { return "write_file" }
 func (writeFile) Description() string {
 	return "Write a whole file. A file under /artifacts is a durable artifact of this session (created, or updated in place keeping its id); /scratch is temporary; /workspace and host paths are the user's files (may need approval)."
 }
-func (writeFile) Schema() json.RawMessage {
-	return schema(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"],"additionalProperties":false}`)
-}
-func (writeFile) Gate(_ *Env, args json.RawMessage) (bool, string) {
-	var a struct{ Path string }
-	_ = json.Unmarshal(args, &a)
+
+// Gate: a call its schema refuses needs no approval; Run refuses it
+// before touching anything.
+func (t writeFile) Gate(_ *Env, raw json.RawMessage) (bool, string) {
+	a, bad, err := t.decode(raw)
+	if bad != nil || err != nil {
+		return false, ""
+	}
 	return gatedPath(a.Path), "write " + a.Path
 }
 
-func (writeFile) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
-	var a struct{ Path, Content string }
-	if r := decode(call.Args, &a); r != nil {
-		return r, nil
+func (t writeFile) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
+	a, bad, err := t.decode(call.Args)
+	if bad != nil || err != nil {
+		return bad, err
 	}
 	return write(ctx, env, a.Path, []byte(a.Content))
 }
@@ -174,33 +181,35 @@ func write(ctx context.Context, env *Env, guest string, content []byte) (*Result
 	return &Result{Value: map[string]any{"path": clean, "size": len(content)}, Facts: map[string]any{"path": clean, "size": len(content)}}, nil
 }
 
-type editFile struct{}
+type editFileArgs struct {
+	Path       string `json:"path" jsonschema_description:"absolute guest path of a text file"`
+	OldText    string `json:"old_text" jsonschema_description:"the exact text to replace, copied from the file; must occur exactly once unless replace_all"`
+	NewText    string `json:"new_text" jsonschema_description:"the text to put in its place (may be empty)"`
+	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema_description:"replace every occurrence of old_text; default false"`
+}
+
+type editFile struct{ args[editFileArgs] }
 
 func (editFile) Name() string { return "edit_file" }
 func (editFile) Description() string {
 	return "Replace exact text in a text file. old_text must occur exactly once (or set replace_all); the file is written whole, as write_file would."
 }
-func (editFile) Schema() json.RawMessage {
-	return schema(`{"type":"object","properties":{"path":{"type":"string"},"old_text":{"type":"string"},"new_text":{"type":"string"},"replace_all":{"type":"boolean"}},"required":["path","old_text","new_text"],"additionalProperties":false}`)
-}
-func (editFile) Gate(_ *Env, args json.RawMessage) (bool, string) {
-	var a struct{ Path string }
-	_ = json.Unmarshal(args, &a)
+
+func (t editFile) Gate(_ *Env, raw json.RawMessage) (bool, string) {
+	a, bad, err := t.decode(raw)
+	if bad != nil || err != nil {
+		return false, ""
+	}
 	return gatedPath(a.Path), "edit " + a.Path
 }
 
-func (editFile) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
-	var a struct {
-		Path       string `json:"path"`
-		OldText    string `json:"old_text"`
-		NewText    string `json:"new_text"`
-		ReplaceAll bool   `json:"replace_all"`
-	}
-	if r := decode(call.Args, &a); r != nil {
-		return r, nil
+func (t editFile) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
+	a, bad, err := t.decode(call.Args)
+	if bad != nil || err != nil {
+		return bad, err
 	}
 	if a.OldText == "" {
-		return Fail(CodeBadInput, "old_text is empty; use write_file to write a whole file"), nil
+		return badArg("old_text", "is empty; use write_file to write a whole file"), nil
 	}
 	f, err := env.Jail.Open(a.Path)
 	if err != nil {
@@ -240,21 +249,22 @@ func boolInt(b bool) int {
 	return 0
 }
 
-type listFiles struct{}
+type listFilesArgs struct {
+	Path string `json:"path,omitempty" jsonschema_description:"absolute guest path of a directory; default /"`
+}
+
+type listFiles struct{ args[listFilesArgs] }
 
 func (listFiles) Name() string { return "list_files" }
 func (listFiles) Description() string {
 	return "List a directory of the guest file system (default /). Shows name, type, size and whether it is read-only."
 }
-func (listFiles) Schema() json.RawMessage {
-	return schema(`{"type":"object","properties":{"path":{"type":"string"}},"additionalProperties":false}`)
-}
 func (listFiles) Gate(*Env, json.RawMessage) (bool, string) { return false, "" }
 
-func (listFiles) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
-	var a struct{ Path string }
-	if r := decode(call.Args, &a); r != nil {
-		return r, nil
+func (t listFiles) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
+	a, bad, err := t.decode(call.Args)
+	if bad != nil || err != nil {
+		return bad, err
 	}
 	if a.Path == "" {
 		a.Path = "/"
@@ -273,25 +283,29 @@ func (listFiles) Run(ctx context.Context, env *Env, call *Call) (*Result, error)
 	return &Result{Value: map[string]any{"path": a.Path, "entries": out}, Facts: map[string]any{"path": a.Path, "entries": len(out)}}, nil
 }
 
-type deleteFile struct{}
+type deleteFileArgs struct {
+	Path string `json:"path" jsonschema_description:"absolute guest path of the file to delete"`
+}
+
+type deleteFile struct{ args[deleteFileArgs] }
 
 func (deleteFile) Name() string { return "delete_file" }
 func (deleteFile) Description() string {
 	return "Delete a file. Deleting under /artifacts deletes that artifact; immutable artifacts cannot be deleted by the agent."
 }
-func (deleteFile) Schema() json.RawMessage {
-	return schema(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`)
-}
-func (deleteFile) Gate(_ *Env, args json.RawMessage) (bool, string) {
-	var a struct{ Path string }
-	_ = json.Unmarshal(args, &a)
+
+func (t deleteFile) Gate(_ *Env, raw json.RawMessage) (bool, string) {
+	a, bad, err := t.decode(raw)
+	if bad != nil || err != nil {
+		return false, ""
+	}
 	return gatedPath(a.Path), "delete " + a.Path
 }
 
-func (deleteFile) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
-	var a struct{ Path string }
-	if r := decode(call.Args, &a); r != nil {
-		return r, nil
+func (t deleteFile) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
+	a, bad, err := t.decode(call.Args)
+	if bad != nil || err != nil {
+		return bad, err
 	}
 	clean, err := fsjail.Clean(a.Path)
 	if err != nil {

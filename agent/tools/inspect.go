@@ -12,27 +12,32 @@ import (
 	"github.com/desk-runtime/desk/layout"
 )
 
-type inspect struct{}
+type inspectArgs struct {
+	View    string `json:"view" jsonschema:"enum=groups,enum=group,enum=item,enum=artifacts" jsonschema_description:"what to look at"`
+	GroupID string `json:"group_id,omitempty" jsonschema_description:"group: the bound group's id"`
+	ItemID  string `json:"item_id,omitempty" jsonschema_description:"item: the item's id"`
+	Offset  int    `json:"offset,omitempty" jsonschema:"minimum=0" jsonschema_description:"group, artifacts: how many entries to skip; default 0"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"minimum=1,maximum=100" jsonschema_description:"group, artifacts: how many entries to show; default 20"`
+}
+
+type inspect struct{ args[inspectArgs] }
 
 func (inspect) Name() string { return "inspect" }
 func (inspect) Description() string {
 	return "Look at the session's ambient context and artifacts when you need evidence: view \"groups\" lists the bound selection groups; \"group\" pages through one group's items; \"item\" reads one item; \"artifacts\" pages through the session's artifacts (names and ids, never bodies). Items you inspect stay available until this turn ends."
 }
-func (inspect) Schema() json.RawMessage {
-	return schema(`{"type":"object","properties":{"view":{"type":"string","enum":["groups","group","item","artifacts"]},"group_id":{"type":"string"},"item_id":{"type":"string"},"offset":{"type":"integer","minimum":0},"limit":{"type":"integer","minimum":1,"maximum":100}},"required":["view"],"additionalProperties":false}`)
-}
 func (inspect) Gate(*Env, json.RawMessage) (bool, string) { return false, "" }
 
-func (inspect) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
-	var a struct {
-		View    string `json:"view"`
-		GroupID string `json:"group_id"`
-		ItemID  string `json:"item_id"`
-		Offset  int    `json:"offset"`
-		Limit   int    `json:"limit"`
+func (t inspect) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
+	a, bad, err := t.decode(call.Args)
+	if bad != nil || err != nil {
+		return bad, err
 	}
-	if r := decode(call.Args, &a); r != nil {
-		return r, nil
+	switch {
+	case a.View == "group" && a.GroupID == "":
+		return badArg("group_id", "required, missing: view group needs a group_id; view groups lists them"), nil
+	case a.View == "item" && a.ItemID == "":
+		return badArg("item_id", "required, missing: view item needs an item_id; view group lists them"), nil
 	}
 	if a.Limit == 0 {
 		a.Limit = 20
@@ -111,7 +116,7 @@ func (inspect) Run(ctx context.Context, env *Env, call *Call) (*Result, error) {
 		return &Result{Value: map[string]any{"total": len(arts), "offset": a.Offset, "artifacts": out},
 			Facts: map[string]any{"view": "artifacts", "artifacts": len(out)}}, nil
 	}
-	return Fail(CodeBadInput, "view %q must be groups, group, item or artifacts", a.View), nil
+	return badArg("view", "got %q, want one of groups, group, item, artifacts", a.View), nil
 }
 
 // itemReachable: an item of a bound group, or one this execution already

@@ -6,6 +6,11 @@
 // back as a result with a code (ENOENT, BAD_INPUT, FS_DENIED,
 // NOT_CONFIGURED, …); a failure of the machine is a Go error.
 //
+// Each tool's arguments are one Go struct, the single source of the JSON
+// Schema the model sees and of the decoding its Run uses; arguments are
+// validated against that schema before a tool runs (see schema.go), and
+// Check refuses a schema that is not valid JSON Schema 2020-12.
+//
 // Tools reach files only through the execution's guest file system (an
 // fsjail.Jail) and the artifact service; they never build a host path from
 // an argument, and never see a provider key.
@@ -14,7 +19,6 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -122,6 +126,8 @@ type Call struct {
 type Tool interface {
 	Name() string
 	Description() string
+	// Schema is the JSON Schema of the arguments, generated from the
+	// tool's argument struct.
 	Schema() json.RawMessage
 	// Gate reports whether the call needs approval in the user approval
 	// mode, and what to show the person deciding.
@@ -148,19 +154,6 @@ func ByName(name string) Tool {
 	return nil
 }
 
-// decode reads arguments strictly, answering a fixable BAD_INPUT result.
-func decode(args json.RawMessage, v any) *Result {
-	if len(args) == 0 {
-		args = json.RawMessage(`{}`)
-	}
-	dec := json.NewDecoder(strings.NewReader(string(args)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return Fail(CodeBadInput, "arguments do not match the tool's schema: %v", err)
-	}
-	return nil
-}
-
 // fsResult turns a file system error into a fixable result when the model
 // caused it, or returns it as a machine failure.
 func fsResult(err error, guest string) (*Result, error) {
@@ -181,7 +174,3 @@ func fsResult(err error, guest string) (*Result, error) {
 	}
 	return nil, err
 }
-
-var errStop = errors.New("stop")
-
-func schema(s string) json.RawMessage { return json.RawMessage(s) }
