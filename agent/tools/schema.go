@@ -270,8 +270,16 @@ func describe(ve *jsonschema.ValidationError, root *jsonschema.Schema) string {
 	}
 	walk(ve)
 	sort.Strings(lines)
-	return strings.Join(slices.Compact(lines), "; ")
+	lines = slices.Compact(lines)
+	if len(lines) > maxProblems {
+		lines = append(lines[:maxProblems], fmt.Sprintf("and %d more", len(lines)-maxProblems))
+	}
+	return strings.Join(lines, "; ")
 }
+
+// maxProblems bounds the problems one message lists, so a call that gets
+// everything wrong still gets a short answer.
+const maxProblems = 8
 
 func leaf(e *jsonschema.ValidationError, root *jsonschema.Schema) []string {
 	at := pointer(e.InstanceLocation)
@@ -283,15 +291,19 @@ func leaf(e *jsonschema.ValidationError, root *jsonschema.Schema) []string {
 		}
 		return out
 	case *kind.AdditionalProperties:
-		allowed := ""
-		if s := schemaAt(root, e.InstanceLocation); s != nil {
-			allowed = "; the fields are " + strings.Join(sortedKeysOf(s.Properties), ", ")
-		}
-		var out []string
+		var ptrs []string
 		for _, p := range k.Properties {
-			out = append(out, pointer(append(slices.Clone(e.InstanceLocation), p))+": unknown field"+allowed)
+			ptrs = append(ptrs, pointer(append(slices.Clone(e.InstanceLocation), p)))
 		}
-		return out
+		sort.Strings(ptrs)
+		msg := strings.Join(ptrs, ", ") + ": unknown field"
+		if len(ptrs) > 1 {
+			msg += "s"
+		}
+		if s := schemaAt(root, e.InstanceLocation); s != nil {
+			msg += "; the fields are " + strings.Join(sortedKeysOf(s.Properties), ", ")
+		}
+		return []string{msg}
 	case *kind.Minimum:
 		return []string{fmt.Sprintf("%s: got %s, want at least %s", at, k.Got.RatString(), k.Want.RatString())}
 	case *kind.Maximum:

@@ -217,6 +217,7 @@ func TestBadArguments(t *testing.T) {
 		{"read_file", `{"path":"/a","limit":0}`, []string{"/limit: got 0, want at least 1"}},
 		{"read_file", `{"path":"/a","bogus":true}`, []string{"/bogus: unknown field", "limit, offset, path"}},
 		{"read_file", `{"Path":"/a"}`, []string{"/Path: unknown field", "/path: required, missing"}},
+		{"read_file", `{"path":"/a","x":1,"y":2}`, []string{"/x, /y: unknown fields; the fields are limit, offset, path"}},
 		{"read_file", `{"path":null}`, []string{"/path: got null, want string"}},
 		{"read_file", `[1]`, []string{"/: got array, want object"}},
 		{"read_file", `{"path":`, []string{"not valid JSON"}},
@@ -378,5 +379,21 @@ func TestRequestUserInput(t *testing.T) {
 	}
 	if res.Value.(map[string]any)["defaulted"] != true {
 		t.Fatalf("result %v", res.Value)
+	}
+}
+
+// TestManyProblems: a call that gets everything wrong gets a bounded
+// answer that still says how much more was wrong.
+func TestManyProblems(t *testing.T) {
+	qs := make([]string, 0, 12)
+	for i := range 12 {
+		qs = append(qs, `{"question":`+string(rune('0'+i%10))+`}`)
+	}
+	res, err := (requestUserInput{}).Run(context.Background(), &Env{}, &Call{Args: json.RawMessage(`{"questions":[` + strings.Join(qs, ",") + `]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Code != CodeBadInput || strings.Count(res.Message, "; ") != maxProblems || !strings.HasSuffix(res.Message, "and 5 more") {
+		t.Fatalf("%s", res.Message)
 	}
 }
