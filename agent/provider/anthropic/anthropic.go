@@ -369,6 +369,7 @@ func (p *Provider) once(ctx context.Context, model string, params sdk.MessageNew
 			u := ev.Message.Usage
 			usage.InputTokens = int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens)
 			usage.OutputTokens = int(u.OutputTokens)
+			usage.CachedTokens = int(u.CacheReadInputTokens)
 		case "content_block_start":
 			cb := ev.ContentBlock
 			switch cb.Type {
@@ -403,6 +404,7 @@ func (p *Provider) once(ctx context.Context, model string, params sdk.MessageNew
 			}
 			if in := ev.Usage.InputTokens + ev.Usage.CacheCreationInputTokens + ev.Usage.CacheReadInputTokens; in > 0 {
 				usage.InputTokens = int(in)
+				usage.CachedTokens = int(ev.Usage.CacheReadInputTokens)
 			}
 		case "message_stop":
 			stopped = true

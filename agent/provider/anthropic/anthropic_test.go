@@ -101,8 +101,9 @@ func TestText(t *testing.T) {
 	if resp.Text != "Hello! How can I help you today?" || resp.StopReason != "end" || len(resp.ToolCalls) != 0 {
 		t.Errorf("response %+v", resp)
 	}
-	// Input counts the cached tokens too: 25 + 12.
-	if resp.Usage != (provider.Usage{InputTokens: 37, OutputTokens: 12}) {
+	// Input counts the cached tokens too: 25 + 12, of which the 12 read
+	// from the cache are CachedTokens.
+	if resp.Usage != (provider.Usage{InputTokens: 37, OutputTokens: 12, CachedTokens: 12}) {
 		t.Errorf("usage %+v", resp.Usage)
 	}
 	reqs := srv.Requests()
@@ -154,7 +155,7 @@ func TestToolCall(t *testing.T) {
 		t.Fatalf("response %+v", resp)
 	}
 	jsonEqual(t, "call", resp.ToolCalls[0], `{"id":"toolu_01T1x1fJ34qAmk2tNTrN7Up6","name":"read_file","arguments":{"path":"/artifacts/notes.md"}}`)
-	if resp.Usage != (provider.Usage{InputTokens: 37, OutputTokens: 61}) {
+	if resp.Usage != (provider.Usage{InputTokens: 37, OutputTokens: 61, CachedTokens: 12}) {
 		t.Errorf("usage %+v", resp.Usage)
 	}
 }

@@ -342,7 +342,8 @@ func (p *Provider) once(ctx context.Context, model string, params sdk.ChatComple
 	for stream.Next() {
 		chunk := stream.Current()
 		if chunk.JSON.Usage.Valid() && (chunk.Usage.PromptTokens > 0 || chunk.Usage.CompletionTokens > 0) {
-			usage = provider.Usage{InputTokens: int(chunk.Usage.PromptTokens), OutputTokens: int(chunk.Usage.CompletionTokens)}
+			usage = provider.Usage{InputTokens: int(chunk.Usage.PromptTokens), OutputTokens: int(chunk.Usage.CompletionTokens),
+				CachedTokens: int(chunk.Usage.PromptTokensDetails.CachedTokens)}
 		}
 		for _, choice := range chunk.Choices {
 			if choice.Index != 0 {

@@ -1,0 +1,247 @@
+package strict_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/desk-runtime/desk/agent/provider"
+	"github.com/desk-runtime/desk/agent/provider/anthropic"
+	"github.com/desk-runtime/desk/agent/provider/openai"
+	"github.com/desk-runtime/desk/agent/provider/strict"
+)
+
+var weather = provider.Tool{Name: "weather", Description: "the weather of a city",
+	Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}`)}
+
+// conversation is a valid history with a tool round trip.
+func conversation() []provider.Message {
+	return []provider.Message{
+		{Role: provider.RoleUser, Content: "weather in Oslo?"},
+		{Role: provider.RoleAssistant, Content: "Let me look.", ToolCalls: []provider.ToolCall{{ID: "call_1", Name: "weather", Arguments: json.RawMessage(`{"city":"Oslo"}`)}}},
+		{Role: provider.RoleTool, ToolCallID: "call_1", Name: "weather", Content: `{"sky":"clear"}`},
+	}
+}
+
+type adapter struct {
+	name string
+	make func(base string) provider.Provider
+	srv  func(t testing.TB, r ...strict.Reply) *strict.Server
+}
+
+var adapters = []adapter{
+	{"openai", func(base string) provider.Provider {
+		return openai.New(openai.Options{BaseURL: base, APIKey: "sk-test-key", MaxRetries: -1})
+	}, strict.NewOpenAI},
+	{"openai-compatible", func(base string) provider.Provider {
+		return openai.New(openai.Options{BaseURL: base, Name: openai.NameCompatible, MaxRetries: -1})
+	}, strict.NewOpenAI},
+	{"anthropic", func(base string) provider.Provider {
+		return anthropic.New(anthropic.Options{BaseURL: base, APIKey: "sk-ant-test", MaxRetries: -1})
+	}, strict.NewAnthropic},
+}
+
+// TestAdaptersPassTheStrictServers: each adapter's request for a history
+// with a tool round trip is accepted; the scripted reply comes back as
+// text, a tool call with its arguments and usage with cached tokens.
+func TestAdaptersPassTheStrictServers(t *testing.T) {
+	for _, a := range adapters {
+		t.Run(a.name, func(t *testing.T) {
+			srv := a.srv(t,
+				strict.Reply{Text: "Checking the wind too.", ToolCalls: []strict.Call{{Name: "weather", Arguments: `{"city":"Bergen"}`}},
+					Usage: strict.Usage{Input: 120, Output: 9, Cached: 100}},
+				strict.Reply{Text: "Clear skies in Oslo.", Usage: strict.Usage{Input: 150, Output: 5}})
+			p := a.make(srv.BaseURL())
+			req := provider.Request{Model: "m", System: "be brief", Messages: conversation(), Tools: []provider.Tool{weather}, MaxTokens: 100}
+			resp, err := p.Stream(context.Background(), req, func(provider.Event) {})
+			if err != nil {
+				t.Fatalf("stream: %v (refused: %+v)", err, srv.Rejected())
+			}
+			if resp.Text != "Checking the wind too." || len(resp.ToolCalls) != 1 || string(resp.ToolCalls[0].Arguments) != `{"city":"Bergen"}` || resp.StopReason != "tool_calls" {
+				t.Fatalf("response: %+v", resp)
+			}
+			if resp.Usage != (provider.Usage{InputTokens: 120, OutputTokens: 9, CachedTokens: 100}) {
+				t.Fatalf("usage: %+v", resp.Usage)
+			}
+			req.Messages = append(req.Messages,
+				provider.Message{Role: provider.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls},
+				provider.Message{Role: provider.RoleTool, ToolCallID: resp.ToolCalls[0].ID, Content: "windy", IsError: true})
+			resp, err = p.Stream(context.Background(), req, func(provider.Event) {})
+			if err != nil || resp.Text != "Clear skies in Oslo." || resp.StopReason != "end" {
+				t.Fatalf("second call: %+v %v", resp, err)
+			}
+			got := srv.Accepted()
+			if len(got) != 2 || len(srv.Requests()) != 2 {
+				t.Fatalf("%d accepted of %d", len(got), len(srv.Requests()))
+			}
+			if names := got[1].ToolNames(); len(names) != 1 || names[0] != "weather" {
+				t.Fatalf("tools: %v", names)
+			}
+			if res := got[1].ToolResults(); res["call_1"] != `{"sky":"clear"}` || res[resp2ID(got[1])] != "windy" {
+				t.Fatalf("tool results: %v", res)
+			}
+		})
+	}
+}
+
+// resp2ID is the id of the second tool call of a request's history.
+func resp2ID(r strict.Request) string {
+	ids := r.ToolCallIDs()
+	if len(ids) < 2 {
+		return ""
+	}
+	return ids[1]
+}
+
+// TestStrictServersRefuseWhatTheAPIsRefuse: unknown fields, a tool
+// schema that is not a JSON Schema object, and a tool call without its
+// result get a 400 in the provider's error shape, from the wire and
+// through the adapters.
+func TestStrictServersRefuseWhatTheAPIsRefuse(t *testing.T) {
+	bad := provider.Tool{Name: "bad", Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"nope"}}}`)}
+	notObject := provider.Tool{Name: "str", Parameters: json.RawMessage(`{"type":"string"}`)}
+	dangling := conversation()[:2]
+	orphan := []provider.Message{{Role: provider.RoleUser, Content: "hi"}, {Role: provider.RoleTool, ToolCallID: "call_9", Content: "x"}}
+	cases := []struct {
+		name string
+		req  provider.Request
+		want map[string]string // adapter → part of the message
+	}{
+		{"invalid schema", provider.Request{Model: "m", Messages: conversation()[:1], Tools: []provider.Tool{weather, bad}},
+			map[string]string{"openai": "Invalid schema for function 'bad'", "anthropic": "tools.1.input_schema: JSON schema is invalid"}},
+		{"not an object schema", provider.Request{Model: "m", Messages: conversation()[:1], Tools: []provider.Tool{notObject}},
+			// The anthropic adapter always declares type object (the field is
+			// a constant of the SDK's ToolInputSchemaParam).
+			map[string]string{"openai": "Invalid schema for function 'str'"}},
+		{"dangling tool call", provider.Request{Model: "m", Messages: append(dangling, provider.Message{Role: provider.RoleUser, Content: "and?"}), Tools: []provider.Tool{weather}},
+			map[string]string{"openai": "did not have response messages: call_1", "anthropic": "`tool_use` ids were found without `tool_result` blocks immediately after: call_1"}},
+		{"orphan tool result", provider.Request{Model: "m", Messages: orphan},
+			map[string]string{"openai": "must be a response to a preceeding message with 'tool_calls'", "anthropic": "unexpected `tool_use_id` found in `tool_result` blocks: call_9"}},
+	}
+	for _, a := range adapters {
+		for _, c := range cases {
+			t.Run(a.name+"/"+c.name, func(t *testing.T) {
+				want := c.want["openai"]
+				if a.name == "anthropic" {
+					want = c.want["anthropic"]
+				}
+				if want == "" {
+					t.Skip("not a request this adapter can make")
+				}
+				srv := a.srv(t, strict.Reply{Text: "never"})
+				_, err := a.make(srv.BaseURL()).Stream(context.Background(), c.req, func(provider.Event) {})
+				var pe *provider.Error
+				if err == nil || !asProviderError(err, &pe) || pe.Kind != provider.ErrBadRequest || !strings.Contains(pe.Message, want) {
+					t.Fatalf("err = %v; want a bad_request naming %q", err, want)
+				}
+				if rj := srv.Rejected(); len(rj) != 1 || rj[0].Status != 400 {
+					t.Fatalf("rejected: %+v", rj)
+				}
+			})
+		}
+	}
+
+	// The wire shapes, and unknown fields.
+	post := func(url, body string, hdr ...string) (int, map[string]any) {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		var m map[string]any
+		if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+			return res.StatusCode, nil
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("error body %s: %v", b, err)
+		}
+		return res.StatusCode, m
+	}
+	o := strict.NewOpenAI(t)
+	code, body := post(o.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"temprature":1}`)
+	e, _ := body["error"].(map[string]any)
+	if code != 400 || e["type"] != "invalid_request_error" || !strings.Contains(e["message"].(string), "Unrecognized request argument supplied: temprature") {
+		t.Fatalf("openai unknown field: %d %v", code, body)
+	}
+	if _, ok := e["param"]; !ok {
+		t.Fatalf("openai error without param: %v", body)
+	}
+	code, body = post(o.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi","colour":"red"}]}`)
+	if e, _ := body["error"].(map[string]any); code != 400 || e["param"] != "messages[0].colour" {
+		t.Fatalf("openai unknown message field: %d %v", code, body)
+	}
+	code, body = post(o.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}`)
+	if code != 200 {
+		t.Fatalf("openai valid stream: %d %v", code, body)
+	}
+	an := strict.NewAnthropic(t)
+	hdr := []string{"x-api-key", "k", "anthropic-version", "2023-06-01"}
+	code, body = post(an.URL+"/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"temprature":1}`, hdr...)
+	e, _ = body["error"].(map[string]any)
+	if code != 400 || body["type"] != "error" || e["type"] != "invalid_request_error" || e["message"] != "temprature: Extra inputs are not permitted" {
+		t.Fatalf("anthropic unknown field: %d %v", code, body)
+	}
+	code, body = post(an.URL+"/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"hi","colour":1}]}]}`, hdr...)
+	if e, _ := body["error"].(map[string]any); code != 400 || e["message"] != "messages.0.content.0.colour: Extra inputs are not permitted" {
+		t.Fatalf("anthropic unknown block field: %d %v", code, body)
+	}
+	code, body = post(an.URL+"/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, "x-api-key", "k")
+	if e, _ := body["error"].(map[string]any); code != 400 || !strings.Contains(e["message"].(string), "anthropic-version") {
+		t.Fatalf("anthropic without a version: %d %v", code, body)
+	}
+	code, body = post(an.URL+"/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"assistant","content":"hi"}]}`, hdr...)
+	if e, _ := body["error"].(map[string]any); code != 400 || !strings.Contains(e["message"].(string), "first message must use the \"user\" role") {
+		t.Fatalf("anthropic assistant first: %d %v", code, body)
+	}
+	if n := len(an.Rejected()); n != 4 {
+		t.Fatalf("anthropic rejected %d", n)
+	}
+}
+
+func asProviderError(err error, pe **provider.Error) bool {
+	for err != nil {
+		if e, ok := err.(*provider.Error); ok {
+			*pe = e
+			return true
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return false
+		}
+		err = u.Unwrap()
+	}
+	return false
+}
+
+// TestScriptedErrorsAndKeys: a scripted 4xx comes back in the provider's
+// shape and the adapter reports the provider's message; RequireKey
+// refuses a wrong key with 401.
+func TestScriptedErrorsAndKeys(t *testing.T) {
+	for _, a := range adapters {
+		t.Run(a.name, func(t *testing.T) {
+			srv := a.srv(t, strict.Reply{Error: &strict.APIError{Message: "prompt is too long: 300000 tokens > 200000 maximum"}})
+			_, err := a.make(srv.BaseURL()).Stream(context.Background(), provider.Request{Model: "m", Messages: conversation()[:1]}, func(provider.Event) {})
+			var pe *provider.Error
+			if !asProviderError(err, &pe) || pe.Kind != provider.ErrBadRequest || !strings.Contains(pe.Message, "prompt is too long") || pe.Status != 400 {
+				t.Fatalf("err = %v", err)
+			}
+			if a.name == "openai-compatible" {
+				return // sends no key
+			}
+			srv.RequireKey("another-key")
+			_, err = a.make(srv.BaseURL()).Stream(context.Background(), provider.Request{Model: "m", Messages: conversation()[:1]}, func(provider.Event) {})
+			if !asProviderError(err, &pe) || pe.Kind != provider.ErrAuth {
+				t.Fatalf("wrong key: %v", err)
+			}
+		})
+	}
+}
