@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent/provider"
@@ -47,6 +48,10 @@ func (a *Agent) assemble(ctx context.Context, x *desk.Session, surface string, p
 	}
 	w := worldOf(groups, sa.Focus, n)
 	req := provider.Request{Model: model, System: SystemPrompt(plan, forced), Tools: declarations()}
+	ms, err = a.answerDangling(ctx, ms)
+	if err != nil {
+		return nil, err
+	}
 	msgs := toProvider(ms)
 	msgs = fitWindow(msgs, req.System, window)
 	for i := len(msgs) - 1; i >= 0; i-- {
@@ -97,6 +102,117 @@ func (a *Agent) recentMessages(ctx context.Context, surface string, window int) 
 			// keep reading back to its start.
 		}
 	}
+}
+
+// Messages of synthesized tool results.
+const (
+	resultDeclined    = "declined by the user"
+	resultInterrupted = "interrupted: outcome unknown"
+)
+
+// answerDangling gives every tool call of the transcript a result, right
+// after the results it has. A call loses its result when its turn was
+// interrupted while the call waited or ran, when desk died mid-step, or
+// when a declined call's result was never written; every provider refuses
+// a history with an unanswered call (HTTP 400), so without this one lost
+// result would fail every later turn of the surface. The synthesized
+// result comes from the call's command record: "declined by the user"
+// when it was declined, else "interrupted: outcome unknown" (the model
+// must check before it repeats a call that may have had effects). A tool
+// result whose call is not in the history is dropped for the same reason.
+func (a *Agent) answerDangling(ctx context.Context, ms []*desk.Message) ([]*desk.Message, error) {
+	// One pass to see whether anything needs repair (the usual case is
+	// that nothing does, and then no command record is read).
+	var exes []string
+	broken := false
+	var open []desk.MessageCall
+	answered := map[string]bool{}
+	closeGroup := func(m *desk.Message) {
+		for _, c := range open {
+			if !answered[c.ID] {
+				broken = true
+				if m != nil && m.ExecutionID != "" && !slices.Contains(exes, m.ExecutionID) {
+					exes = append(exes, m.ExecutionID)
+				}
+			}
+		}
+	}
+	var owner *desk.Message // the assistant message whose results follow
+	for _, m := range ms {
+		if m.Role == desk.RoleTool {
+			if !hasCall(open, m.ToolCallID) || answered[m.ToolCallID] {
+				broken = true
+			}
+			answered[m.ToolCallID] = true
+			continue
+		}
+		closeGroup(owner)
+		owner, open, answered = nil, nil, map[string]bool{}
+		if m.Role == desk.RoleAssistant && len(m.ToolCalls) > 0 {
+			owner, open = m, m.ToolCalls
+		}
+	}
+	closeGroup(owner)
+	if !broken {
+		return ms, nil
+	}
+	byCall := map[string]*desk.Command{}
+	if len(exes) > 0 {
+		cmds, err := a.store.ListCommands(ctx, exes)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cmds {
+			byCall[c.ExecutionID+"/"+c.CallID] = c
+		}
+	}
+	out := make([]*desk.Message, 0, len(ms)+1)
+	flush := func() {
+		for _, c := range open {
+			if answered[c.ID] {
+				continue
+			}
+			text := resultInterrupted
+			code := "INTERRUPTED"
+			if cmd := byCall[owner.ExecutionID+"/"+c.ID]; cmd != nil && cmd.Status == desk.CommandDeclined {
+				text, code = resultDeclined, tools.CodeDeclined
+			}
+			out = append(out, &desk.Message{SessionID: owner.SessionID, SurfaceID: owner.SurfaceID, ExecutionID: owner.ExecutionID,
+				Role: desk.RoleTool, Text: tools.Fail(code, "%s", text).JSON(), ToolCallID: c.ID, ToolName: c.Name, IsError: true,
+				CreatedAt: owner.CreatedAt})
+		}
+	}
+	owner, open, answered = nil, nil, map[string]bool{}
+	for _, m := range ms {
+		if m.Role == desk.RoleTool {
+			if hasCall(open, m.ToolCallID) && !answered[m.ToolCallID] {
+				answered[m.ToolCallID] = true
+				out = append(out, m)
+			}
+			continue
+		}
+		if owner != nil {
+			flush()
+		}
+		owner, open, answered = nil, nil, map[string]bool{}
+		out = append(out, m)
+		if m.Role == desk.RoleAssistant && len(m.ToolCalls) > 0 {
+			owner, open = m, m.ToolCalls
+		}
+	}
+	if owner != nil {
+		flush()
+	}
+	return out, nil
+}
+
+func hasCall(calls []desk.MessageCall, id string) bool {
+	for _, c := range calls {
+		if c.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // toProvider maps the stored transcript to provider messages.
