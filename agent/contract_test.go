@@ -326,7 +326,7 @@ func TestContractLongTranscript(t *testing.T) {
 	forEachProvider(t, func(t *testing.T, w *deskWorld) {
 		ctx := context.Background()
 		text := strings.Repeat("lorem ipsum ", 40) // about 120 tokens
-		const exchanges = 700                       // ~340k tokens: beyond every window here
+		const exchanges = 700                      // ~340k tokens: beyond every window here
 		now := desk.Now()
 		for i := range exchanges {
 			id := "call_old" + strconv.Itoa(i)

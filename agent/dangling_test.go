@@ -85,7 +85,9 @@ func TestAnswerDangling(t *testing.T) {
 		if m.Role == desk.RoleTool {
 			s += ":" + m.ToolCallID
 			if m.ToolCallID != "c_done" {
-				var v struct{ Error struct{ Code, Message string } }
+				var v struct {
+					Error struct{ Code, Message string }
+				}
 				if err := json.Unmarshal([]byte(m.Text), &v); err != nil || !m.IsError {
 					t.Fatalf("synthesized result %q (error %v)", m.Text, m.IsError)
 				}
