@@ -455,3 +455,66 @@ func TestContractProviderRefusal(t *testing.T) {
 		}
 	})
 }
+
+// TestContractRecordedStreams: the real APIs' recorded streams (a tool
+// call with argument deltas, an error event in the middle of a stream,
+// then text) drive a turn: desk runs the recorded call, answers it under
+// the recorded id in a request the strict server accepts, retries the
+// failed stream, and ends with the recorded text.
+func TestContractRecordedStreams(t *testing.T) {
+	forEachProvider(t, func(t *testing.T, w *deskWorld) {
+		dir, callID := "provider/openai/testdata/", "call_Qm3vW8xYz1AbCdEf2GhIj4Kl"
+		midStream := "stream_error.http"
+		if w.p.name == "anthropic" {
+			dir, callID, midStream = "provider/anthropic/testdata/", "toolu_01T1x1fJ34qAmk2tNTrN7Up6", "overloaded_in_stream.http"
+		}
+		w.srv.Push(strict.Reply{Recorded: dir + "tool_call.http"}, strict.Reply{Recorded: dir + midStream}, strict.Reply{Recorded: dir + "text.http"})
+		w.settled(w.send("read my notes"), desk.PhaseEnded)
+		if got := w.reply(); got != "Hello! How can I help you today?" {
+			t.Fatalf("reply %q", got)
+		}
+		reqs := w.checkRequests(3)
+		for _, r := range reqs[1:] {
+			if ids := r.ToolCallIDs(); len(ids) != 1 || ids[0] != callID || !strings.Contains(r.ToolResults()[callID], tools.CodeNotFound) {
+				t.Fatalf("the recorded call and its result: %v %v", ids, r.ToolResults())
+			}
+		}
+		if string(reqs[1].Body) != string(reqs[2].Body) {
+			t.Fatal("the retry after the stream's error event is not the same request")
+		}
+	})
+}
+
+// TestContractTitleRequest: the title of a session without one comes
+// from its own model request (no tools, a small output limit), which the
+// strict server accepts too.
+func TestContractTitleRequest(t *testing.T) {
+	forEachProvider(t, func(t *testing.T, w *deskWorld) {
+		var x desk.Session
+		w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]string{}, &x)
+		w.ses = x
+		w.srv.Respond(func(r strict.Request) strict.Reply {
+			if len(r.ToolNames()) == 0 {
+				return strict.Reply{Text: "Quarterly figures review"}
+			}
+			return strict.Reply{Text: "On it."}
+		})
+		w.settled(w.send("please review the quarterly figures with me"), desk.PhaseEnded)
+		eventually(t, "the title", func() bool {
+			w.Must(200, "GET", "/v1/sessions/"+x.ID, nil, &x)
+			return x.Title == "Quarterly figures review"
+		})
+		if rj := w.srv.Rejected(); len(rj) > 0 {
+			t.Fatalf("refused: %s", w.refusals())
+		}
+		var title *strict.Request
+		for _, r := range w.srv.Requests() {
+			if len(r.ToolNames()) == 0 {
+				title = &r
+			}
+		}
+		if title == nil || len(w.srv.Requests()) != 2 || !strings.HasPrefix(title.UserTexts()[0], "please review") {
+			t.Fatalf("title request: %+v of %d", title, len(w.srv.Requests()))
+		}
+	})
+}

@@ -33,12 +33,14 @@
 package strict
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -62,6 +64,12 @@ type Reply struct {
 	// Error, when set, answers with this failure instead of a completion
 	// (after the request passed validation).
 	Error *APIError
+	// Recorded, when set, is the path of a recorded exchange of the real
+	// API (a raw HTTP response file, as agent/provider/*/testdata/*.http
+	// hold: status line, headers, blank line, the body exactly as sent);
+	// the server answers with it, event by event, instead of making one
+	// up from the other fields.
+	Recorded string
 }
 
 // Call is one tool call of a Reply.
@@ -372,6 +380,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
+	if reply.Recorded != "" {
+		replay(w, reply.Recorded)
+		return
+	}
 	if s.kind == "openai" {
 		answerOpenAI(w, rec.Chat, reply, idx)
 	} else {
@@ -406,6 +418,43 @@ func (s *Server) writeError(w http.ResponseWriter, e *APIError) {
 	}
 	w.WriteHeader(e.status())
 	json.NewEncoder(w).Encode(body)
+}
+
+// replay answers with a recorded exchange, flushing after each event.
+func replay(w http.ResponseWriter, path string) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		http.Error(w, "strict: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	res, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil)
+	if err != nil {
+		http.Error(w, "strict: "+path+": "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	for k, vs := range res.Header {
+		if k == "Content-Length" || k == "Transfer-Encoding" {
+			continue
+		}
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.WriteHeader(res.StatusCode)
+	f, _ := w.(http.Flusher)
+	for len(body) > 0 {
+		i := bytes.Index(body, []byte("\n\n"))
+		if i < 0 {
+			i = len(body) - 2
+		}
+		w.Write(body[:i+2])
+		body = body[i+2:]
+		if f != nil {
+			f.Flush()
+		}
+	}
 }
 
 // sse writes server-sent events, flushing each.
