@@ -140,6 +140,9 @@ func (w *deskWorld) settled(id, phase string) desk.Execution {
 }
 
 func (w *deskWorld) refusals() string {
+	if w.srv == nil {
+		return "(a live API)"
+	}
 	var out []string
 	for _, r := range w.srv.Rejected() {
 		out = append(out, strconv.Itoa(r.Status)+" "+r.Error)
