@@ -11,7 +11,10 @@ import (
 // Providers makes the real model providers, one per spec, reused across
 // turns (they keep their HTTP connections). Keys come from the providers'
 // usual environment variables (OPENAI_API_KEY, ANTHROPIC_API_KEY) and are
-// never logged or shown.
+// never logged or shown; so do the base URLs of openai: and anthropic:
+// models (OPENAI_BASE_URL, ANTHROPIC_BASE_URL, read by the adapters), while
+// an openai-compatible: model names its own and gets its own key
+// (OPENAI_COMPATIBLE_API_KEY).
 type Providers struct {
 	mu sync.Mutex
 	m  map[string]provider.Provider
