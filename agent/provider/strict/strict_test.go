@@ -8,6 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	ant "github.com/anthropics/anthropic-sdk-go/v2"
+	antopt "github.com/anthropics/anthropic-sdk-go/v2/option"
+	oai "github.com/openai/openai-go/v3"
+	oaiopt "github.com/openai/openai-go/v3/option"
+
 	"github.com/desk-runtime/desk/agent/provider"
 	"github.com/desk-runtime/desk/agent/provider/anthropic"
 	"github.com/desk-runtime/desk/agent/provider/openai"
@@ -179,6 +184,14 @@ func TestStrictServersRefuseWhatTheAPIsRefuse(t *testing.T) {
 	if e, _ := body["error"].(map[string]any); code != 400 || e["param"] != "messages[0].colour" {
 		t.Fatalf("openai unknown message field: %d %v", code, body)
 	}
+	code, body = post(o.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":42}]}`)
+	if e, _ := body["error"].(map[string]any); code != 400 || !strings.HasPrefix(e["param"].(string), "messages[0].content") {
+		t.Fatalf("openai content of the wrong type: %d %v", code, body)
+	}
+	code, body = post(o.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":"ten"}`)
+	if e, _ := body["error"].(map[string]any); code != 400 || e["param"] != "max_completion_tokens" {
+		t.Fatalf("openai max_completion_tokens of the wrong type: %d %v", code, body)
+	}
 	code, body = post(o.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}`)
 	if code != 200 {
 		t.Fatalf("openai valid stream: %d %v", code, body)
@@ -243,5 +256,40 @@ func TestScriptedErrorsAndKeys(t *testing.T) {
 				t.Fatalf("wrong key: %v", err)
 			}
 		})
+	}
+}
+
+// TestWholeAnswers: a request that asks for no stream gets the whole
+// answer in the API's response shape, as the official SDKs decode it.
+func TestWholeAnswers(t *testing.T) {
+	reply := strict.Reply{Text: "Looking.", ToolCalls: []strict.Call{{ID: "call_w", Name: "weather", Arguments: `{"city":"Oslo"}`}},
+		Usage: strict.Usage{Input: 40, Output: 8, Cached: 16}}
+
+	o := strict.NewOpenAI(t, reply)
+	oc := oai.NewClient(oaiopt.WithBaseURL(o.BaseURL()), oaiopt.WithAPIKey("k"), oaiopt.WithMaxRetries(0))
+	cc, err := oc.Chat.Completions.New(context.Background(), oai.ChatCompletionNewParams{Model: "m",
+		Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage("weather?")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := cc.Choices[0]
+	if ch.Message.Content != "Looking." || len(ch.Message.ToolCalls) != 1 || ch.Message.ToolCalls[0].Function.Arguments != `{"city":"Oslo"}` ||
+		ch.FinishReason != "tool_calls" || cc.Usage.PromptTokensDetails.CachedTokens != 16 || cc.Usage.PromptTokens != 40 {
+		t.Fatalf("chat completion: %+v", cc)
+	}
+	if r := o.Accepted(); len(r) != 1 || r[0].Chat.Stream {
+		t.Fatalf("recorded: %+v", r)
+	}
+
+	a := strict.NewAnthropic(t, reply)
+	ac := ant.NewClient(antopt.WithBaseURL(a.BaseURL()), antopt.WithAPIKey("k"), antopt.WithMaxRetries(0))
+	msg, err := ac.Messages.New(context.Background(), ant.MessageNewParams{Model: "m", MaxTokens: 50,
+		Messages: []ant.MessageParam{ant.NewUserMessage(ant.NewTextBlock("weather?"))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msg.Content) != 2 || msg.Content[0].Text != "Looking." || msg.Content[1].Name != "weather" || msg.StopReason != "tool_use" ||
+		msg.Usage.CacheReadInputTokens != 16 || msg.Usage.InputTokens != 24 || msg.Usage.OutputTokens != 8 {
+		t.Fatalf("message: %+v", msg)
 	}
 }
