@@ -378,8 +378,9 @@ func TestContractInterruptedTurnThenNewTurn(t *testing.T) {
 		w.pendingApproval()
 		w.Must(200, "POST", "/v1/sessions/"+w.ses.ID+"/executions/"+exe+"/interrupt", nil, nil)
 		w.settled(exe, desk.PhaseInterrupted)
-		first := w.checkRequests(1)[0]
-		_ = first
+		if first := w.checkRequests(1)[0]; len(first.ToolCallIDs()) != 0 {
+			t.Fatalf("the first request already has calls: %v", first.ToolCallIDs())
+		}
 		w.srv.Push(strict.Reply{Text: "Fresh start."})
 		w.settled(w.send("never mind, say hi"), desk.PhaseEnded)
 		r := w.checkRequests(1)[0]
