@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -342,7 +343,10 @@ func checkAnthropic(r *http.Request, body []byte, key string) (*MessagesRequest,
 	return req, nil
 }
 
-var cacheControlFields = []string{"type", "ttl"}
+var (
+	cacheControlFields = []string{"type", "ttl"}
+	toolIDRE           = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+)
 
 // block decodes one content block at path, of a type in allowed.
 func block(raw json.RawMessage, path string, allowed []string) (Block, *APIError) {
@@ -397,6 +401,9 @@ func block(raw json.RawMessage, path string, allowed []string) (Block, *APIError
 	case "tool_use":
 		if e := field(m, path, "id", true, &b.ID, "a valid string"); e != nil {
 			return b, e
+		}
+		if !toolIDRE.MatchString(b.ID) {
+			return b, anthropicErr("%s.id: String should match pattern '^[a-zA-Z0-9_-]+$'", path)
 		}
 		if e := field(m, path, "name", true, &b.Name, "a valid string"); e != nil {
 			return b, e
