@@ -174,6 +174,10 @@ type AgentSettings struct {
 	// BlockingInput makes request_user_input wait (up to 5 minutes) for
 	// the answer instead of returning the defaults at once.
 	BlockingInput bool `json:"blocking_input"`
+	// TokenBudget is the workspace's token budget (input plus output
+	// tokens of every model call); 0 means none. A turn that would start
+	// while the workspace's usage is at or past it gets a budget block.
+	TokenBudget int64 `json:"token_budget"`
 }
 
 // SessionAgent is a session's agent configuration: its model and, for the

@@ -126,6 +126,9 @@ type Execution struct {
 	StopError    string           `json:"stop_error,omitempty"`
 	Owner        string           `json:"owner"`
 	Events       []ExecutionEvent `json:"events,omitempty"`
+	// Usage sums the execution's model calls (filled when one execution
+	// is read).
+	Usage *UsageTotals `json:"usage,omitempty"`
 }
 
 // Outcomes of a settled execution, one per terminal phase.
@@ -163,6 +166,9 @@ type ExecutionEvent struct {
 const (
 	BlockUserCooldown   = "user-cooldown"
 	BlockExecutionFault = "execution-fault"
+	// BlockBudget holds back all work of a surface while its workspace
+	// has used its token budget; changing the budget releases it.
+	BlockBudget = "budget"
 )
 
 // Block is an admission block on a surface.
@@ -177,6 +183,10 @@ type Block struct {
 	ReleasedAt *time.Time `json:"released_at,omitempty"`
 	ReleasedBy string     `json:"released_by,omitempty"`
 	Active     bool       `json:"active"`
+	// Budget and Used are a budget block's token budget and the
+	// workspace's usage when it blocked.
+	Budget int64 `json:"budget,omitempty"`
+	Used   int64 `json:"used,omitempty"`
 }
 
 // Event is one entry of the live event log: queue, execution, artifact and

@@ -15,6 +15,7 @@ type Store interface {
 	TransferStore
 	LifecycleStore
 	UIStore
+	UsageStore
 
 	// Workspaces.
 	CreateWorkspace(ctx context.Context, w *Workspace, owner *Actor) error

@@ -448,19 +448,38 @@ func (s *DB) SetAutoTitle(ctx context.Context, sessionID, title string) (bool, e
 
 func (s *DB) GetAgentSettings(ctx context.Context, workspaceID string) (*desk.AgentSettings, error) {
 	var a desk.AgentSettings
-	err := s.queryRow(ctx, s.db, `SELECT approval_mode, network, blocking_input FROM workspaces WHERE id = ?`, workspaceID).
-		Scan(&a.ApprovalMode, &a.Network, &a.BlockingInput)
+	err := s.queryRow(ctx, s.db, `SELECT approval_mode, network, blocking_input, token_budget FROM workspaces WHERE id = ?`, workspaceID).
+		Scan(&a.ApprovalMode, &a.Network, &a.BlockingInput, &a.TokenBudget)
 	if err != nil {
 		return nil, notFound(err, "workspace", workspaceID)
 	}
 	return &a, nil
 }
 
+// SetAgentSettings stores the settings; a changed token budget releases
+// the workspace's budget blocks in the same transaction (see
+// releaseBudgetBlocks).
 func (s *DB) SetAgentSettings(ctx context.Context, workspaceID string, a *desk.AgentSettings) error {
-	res, err := s.exec(ctx, s.db, `UPDATE workspaces SET approval_mode = ?, network = ?, blocking_input = ? WHERE id = ?`,
-		a.ApprovalMode, a.Network, a.BlockingInput, workspaceID)
-	if err != nil {
-		return err
+	if a.TokenBudget < 0 {
+		return desk.Errorf(desk.EINVALID, "token_budget %d must not be negative (0 means no budget)", a.TokenBudget)
 	}
-	return affected(res, "workspace", workspaceID)
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		var old int64
+		if err := s.queryRow(ctx, tx, `SELECT token_budget FROM workspaces WHERE id = ?`+s.d.ForUpdate, workspaceID).Scan(&old); err != nil {
+			return notFound(err, "workspace", workspaceID)
+		}
+		if _, err := s.exec(ctx, tx, `UPDATE workspaces SET approval_mode = ?, network = ?, blocking_input = ?, token_budget = ? WHERE id = ?`,
+			a.ApprovalMode, a.Network, a.BlockingInput, a.TokenBudget, workspaceID); err != nil {
+			return err
+		}
+		if old == a.TokenBudget {
+			return nil
+		}
+		now := desk.Now()
+		evs, err := s.releaseBudgetBlocks(ctx, tx, workspaceID, now)
+		if err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, now, evs...)
+	})
 }

@@ -392,9 +392,10 @@ func (s *DB) Claim(ctx context.Context, r desk.ClaimRequest) (*desk.QueueItem, *
 		// the lease back wakes the dispatchers.
 		var state string
 		var leased bool
+		var budget int64
 		if err := s.queryRow(ctx, tx, `SELECT w.state, EXISTS (SELECT 1 FROM workspace_leases l JOIN owners o ON o.id = l.owner
-				WHERE l.workspace_id = w.id AND o.stopped_at = 0 AND o.heartbeat_at >= ?)
-			FROM workspaces w WHERE w.id = ?`+s.d.ForShare, micros(r.OwnerStaleBefore), srf.WorkspaceID).Scan(&state, &leased); err != nil {
+				WHERE l.workspace_id = w.id AND o.stopped_at = 0 AND o.heartbeat_at >= ?), w.token_budget
+			FROM workspaces w WHERE w.id = ?`+s.d.ForShare, micros(r.OwnerStaleBefore), srf.WorkspaceID).Scan(&state, &leased, &budget); err != nil {
 			return notFound(err, "workspace", srf.WorkspaceID)
 		}
 		if state != desk.WorkspaceActive || leased {
@@ -442,6 +443,16 @@ func (s *DB) Claim(ctx context.Context, r desk.ClaimRequest) (*desk.QueueItem, *
 		if item == nil {
 			return nil
 		}
+		// The budget is decided last, so a block names work that was
+		// really held back by it.
+		admit, budgetEvents, err := s.budgetAdmits(ctx, tx, srf, budget, blocks, r.Now)
+		if err != nil {
+			return err
+		}
+		if !admit {
+			item = nil
+			return s.emit(ctx, tx, r.Now, budgetEvents...)
+		}
 		item.Status, item.ClaimedBy, item.LeaseVersion = desk.QueueStatusDispatching, r.Owner, item.LeaseVersion+1
 		item.Attempts++
 		item.ExecutionID, item.UpdatedAt = r.ExecutionID, r.Now
@@ -466,7 +477,7 @@ func (s *DB) Claim(ctx context.Context, r desk.ClaimRequest) (*desk.QueueItem, *
 			encodeJSON(exe.Origin), exe.Owner, micros(exe.RequestedAt)); err != nil {
 			return s.conflict(err, "surface "+r.SurfaceID+" already has an active execution")
 		}
-		return s.emit(ctx, tx, r.Now, queueEvent("queue.dispatching", item), executionEvent("execution.starting", exe))
+		return s.emit(ctx, tx, r.Now, append(budgetEvents, queueEvent("queue.dispatching", item), executionEvent("execution.starting", exe))...)
 	})
 	if err != nil {
 		if desk.IsCode(err, desk.ECONFLICT) {
@@ -643,13 +654,13 @@ func hasKind(bs []*desk.Block, kind string) bool {
 
 // ---- blocks ----
 
-const blockCols = `id, surface_id, session_id, kind, reason, created_at, expires_at, released_at, released_by`
+const blockCols = `id, surface_id, session_id, kind, reason, created_at, expires_at, released_at, released_by, budget, used`
 
 func scanBlock(now time.Time) func(r interface{ Scan(...any) error }) (*desk.Block, error) {
 	return func(r interface{ Scan(...any) error }) (*desk.Block, error) {
 		var b desk.Block
 		var c, exp, rel int64
-		if err := r.Scan(&b.ID, &b.SurfaceID, &b.SessionID, &b.Kind, &b.Reason, &c, &exp, &rel, &b.ReleasedBy); err != nil {
+		if err := r.Scan(&b.ID, &b.SurfaceID, &b.SessionID, &b.Kind, &b.Reason, &c, &exp, &rel, &b.ReleasedBy, &b.Budget, &b.Used); err != nil {
 			return nil, err
 		}
 		b.CreatedAt, b.ExpiresAt, b.ReleasedAt = fromMicros(c), optPtr(exp), optPtr(rel)
@@ -667,8 +678,8 @@ func (s *DB) insertBlock(ctx context.Context, tx *sql.Tx, b *desk.Block) error {
 	if b.ExpiresAt != nil {
 		exp = micros(*b.ExpiresAt)
 	}
-	_, err := s.exec(ctx, tx, `INSERT INTO blocks (id, surface_id, session_id, kind, reason, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		b.ID, b.SurfaceID, b.SessionID, b.Kind, b.Reason, micros(b.CreatedAt), exp)
+	_, err := s.exec(ctx, tx, `INSERT INTO blocks (id, surface_id, session_id, kind, reason, created_at, expires_at, budget, used) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		b.ID, b.SurfaceID, b.SessionID, b.Kind, b.Reason, micros(b.CreatedAt), exp, b.Budget, b.Used)
 	return err
 }
 

@@ -66,6 +66,9 @@ var transferTables = []transferTable{
 	{Name: "approvals", Where: "LIVE", OrderBy: "id", Export: true},
 	{Name: "input_requests", Where: "LIVE", OrderBy: "id", Export: true},
 	{Name: "plans", Where: "LIVE", OrderBy: "id", Export: true},
+	// Model usage is accounting that goes with the workspace, so a budget
+	// means the same after a move; it is kept for deleted sessions too.
+	{Name: "model_usage", Where: "workspace_id = ?", OrderBy: "id", Export: true},
 	// The ledger too, in order. Seqs are global to a desk, so an import
 	// gives every event a fresh seq from the importing desk's counter,
 	// keeping the exported order.

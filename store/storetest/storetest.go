@@ -34,6 +34,8 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Files", func(t *testing.T) { testFiles(t, open) })
 	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, open) })
 	t.Run("UI", func(t *testing.T) { testUI(t, open(t)) })
+	t.Run("ModelUsage", func(t *testing.T) { testModelUsage(t, open(t)) })
+	t.Run("Budget", func(t *testing.T) { testBudget(t, open(t)) })
 }
 
 var ctx = context.Background()
