@@ -82,3 +82,31 @@ type UsageStore interface {
 	// LastTurnUsage is the newest turn call of a surface, or nil.
 	LastTurnUsage(ctx context.Context, surfaceID string) (*ModelUsage, error)
 }
+
+// SessionUsage is what a session's model calls used.
+type SessionUsage struct {
+	SessionID string `json:"session_id"`
+	UsageSum
+}
+
+// Scopes of a workspace usage sum.
+const (
+	UsageScopeWorkspace = "workspace" // the admin token: every session
+	UsageScopeActor     = "actor"     // an actor token: its own sessions
+)
+
+// WorkspaceUsage is what a workspace's model calls used, as far as the
+// caller may see: every session for the admin, the actor's own sessions for
+// an actor token. TokenBudget and BudgetUsed are the workspace's figures
+// for every caller: a budget block names them, so whoever it holds back can
+// see why.
+type WorkspaceUsage struct {
+	WorkspaceID string `json:"workspace_id"`
+	Scope       string `json:"scope"`
+	ActorID     string `json:"actor_id,omitempty"`
+	UsageSum
+	TokenBudget int64 `json:"token_budget"`
+	// BudgetUsed is the whole workspace's input plus output tokens, the
+	// figure the budget is compared with.
+	BudgetUsed int64 `json:"budget_used"`
+}

@@ -298,6 +298,9 @@ func (tr *turn) loop() (*execution.Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := tr.recordUsage(resp); err != nil {
+			return nil, err
+		}
 		last = resp.Text
 		calls := make([]desk.MessageCall, 0, len(resp.ToolCalls))
 		for _, c := range resp.ToolCalls {

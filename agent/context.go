@@ -295,6 +295,9 @@ type Budget struct {
 	Window     int     `json:"window"`
 	Percent    float64 `json:"percent"`
 	Level      string  `json:"level"` // neutral, warn, high
+	// Source says where UsedTokens comes from: "provider" (the counts the
+	// last model call reported) or "estimate".
+	Source string `json:"source"`
 }
 
 // Context shows what the next turn of a surface would send.
@@ -348,7 +351,7 @@ func (a *Agent) Context(ctx context.Context, x *desk.Session, surface string) (*
 	}
 	used := estimateTokens(parts...)
 	pct := percent(used, window)
-	v.Budget = Budget{UsedTokens: used, Window: window, Percent: pct, Level: budgetLevel(pct)}
+	v.Budget = a.reportedBudget(ctx, surface, Budget{UsedTokens: used, Window: window, Percent: pct, Level: budgetLevel(pct)})
 	return v, nil
 }
 

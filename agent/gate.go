@@ -169,6 +169,7 @@ func (tr *turn) modelReview(tool, summary string) (bool, string, error) {
 	if err != nil {
 		return false, "", err
 	}
+	tr.recordReview(resp)
 	line := strings.TrimSpace(resp.Text)
 	switch {
 	case strings.HasPrefix(strings.ToUpper(line), "APPROVE"):

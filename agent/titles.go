@@ -29,6 +29,7 @@ func (a *Agent) startTitle(x *desk.Session, first string, prov provider.Provider
 				Messages: []provider.Message{{Role: provider.RoleUser, Content: first}}}, func(provider.Event) {})
 			cancel()
 			if err == nil {
+				a.recordTitle(x, spec, resp)
 				if t := cleanTitle(resp.Text); t != "" {
 					title = t
 				}

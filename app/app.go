@@ -275,7 +275,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	}
 	api := &httpapi.Server{
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
-		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
+		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		Logger: a.Logger.With("component", "http"), Version: cfg.Version,
 	}
 	// Unread follows turns that finish from now on; the web UI is served

@@ -188,7 +188,7 @@ func (s *Service) recheck(exe *desk.Execution) string {
 		if !b.Active || b.SurfaceID != exe.SurfaceID {
 			continue
 		}
-		if b.Kind == desk.BlockExecutionFault || exe.Origin.Kind != desk.OriginUser {
+		if b.Kind == desk.BlockExecutionFault || b.Kind == desk.BlockBudget || exe.Origin.Kind != desk.OriginUser {
 			return b.Kind + " block " + b.ID
 		}
 	}

@@ -521,6 +521,11 @@ func (s *Service) Execution(ctx context.Context, id string) (*desk.Execution, er
 	for _, e := range es {
 		x.Events = append(x.Events, desk.ExecutionEvent{Seq: e.Seq, At: e.At, Type: e.Type, Data: e.Data})
 	}
+	u, err := s.store.SumUsage(ctx, desk.UsageFilter{ExecutionID: id})
+	if err != nil {
+		return nil, err
+	}
+	x.Usage = &u.Total
 	return x, nil
 }
 
@@ -543,6 +548,10 @@ func (s *Service) ReleaseBlock(ctx context.Context, sessionID, blockID string) (
 	b, err := s.store.GetBlock(ctx, blockID, s.opts.Now())
 	if err != nil || b.SessionID != x.ID {
 		return nil, desk.Errorf(desk.ENOTFOUND, "block %s not found in session %s", blockID, x.ID)
+	}
+	if b.Kind == desk.BlockBudget && b.Active {
+		// Released by hand it would only block again at the next claim.
+		return nil, desk.Errorf(desk.ECONFLICT, "block %s is a budget block: it is released by raising or clearing the workspace's token_budget (PATCH /v1/workspaces/%s/agent)", b.ID, x.WorkspaceID)
 	}
 	out, err := s.store.ReleaseBlock(ctx, blockID, actorOf(ctx), s.opts.Now())
 	if err == nil {

@@ -302,6 +302,8 @@ func (s *Server) patchAgentSettings(w http.ResponseWriter, r *http.Request) erro
 		ApprovalMode  *string `json:"approval_mode"`
 		Network       *bool   `json:"network"`
 		BlockingInput *bool   `json:"blocking_input"`
+		// TokenBudget is raw so null (clear) differs from absent.
+		TokenBudget json.RawMessage `json:"token_budget"`
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
@@ -327,11 +329,40 @@ func (s *Server) patchAgentSettings(w http.ResponseWriter, r *http.Request) erro
 	if in.BlockingInput != nil {
 		st.BlockingInput = *in.BlockingInput
 	}
+	budget := st.TokenBudget
+	if len(in.TokenBudget) > 0 {
+		if budget, err = tokenBudget(in.TokenBudget); err != nil {
+			return err
+		}
+	}
+	changed := budget != st.TokenBudget
+	st.TokenBudget = budget
 	if err := s.AgentStore.SetAgentSettings(r.Context(), ws, st); err != nil {
 		return err
 	}
+	if changed && s.Usage != nil {
+		// The store released the budget blocks with the change; the held
+		// back work is claimed now rather than at the next poll.
+		s.Usage.Wake()
+	}
 	writeJSON(w, http.StatusOK, st)
 	return nil
+}
+
+// tokenBudget reads token_budget: a whole number of tokens, 0 or null for
+// none.
+func tokenBudget(raw json.RawMessage) (int64, error) {
+	if string(raw) == "null" {
+		return 0, nil
+	}
+	var n int64
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return 0, desk.Errorf(desk.EINVALID, "token_budget %s must be a whole number of tokens (0 or null for no budget)", raw)
+	}
+	if n < 0 {
+		return 0, desk.Errorf(desk.EINVALID, "token_budget %d must not be negative (0 or null for no budget)", n)
+	}
+	return n, nil
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) error {

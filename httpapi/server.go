@@ -34,6 +34,7 @@ type Server struct {
 	Exec       Executions
 	Agent      Agent
 	AgentStore AgentStore
+	Usage      Usage // usage sums; nil: the usage routes answer unavailable
 	Files      desk.FileService
 	Transfer   desk.TransferService
 	Logs       AppLogs

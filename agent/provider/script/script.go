@@ -24,6 +24,9 @@ type Step struct {
 	// DelayMS streams the step slowly: the text (and each tool call) is
 	// delivered in pieces spread over this many milliseconds.
 	DelayMS int `json:"delay_ms,omitempty"`
+	// Usage is the token counts the step reports, as a provider would;
+	// without it the step reports an estimate from the request's size.
+	Usage *provider.Usage `json:"usage,omitempty"`
 }
 
 // ToolCall is a scripted tool call; Arguments is any JSON value.
@@ -54,6 +57,9 @@ func Parse(b []byte) (*Script, error) {
 		}
 		if st.DelayMS < 0 || st.DelayMS > 60000 {
 			return nil, fmt.Errorf("script: step %d delay_ms must be between 0 and 60000", i)
+		}
+		if u := st.Usage; u != nil && (u.InputTokens < 0 || u.OutputTokens < 0 || u.CachedTokens < 0 || u.CachedTokens > u.InputTokens) {
+			return nil, fmt.Errorf("script: step %d usage counts must not be negative, and cached_tokens must not exceed input_tokens", i)
 		}
 		for j, c := range st.ToolCalls {
 			if c.Name == "" {
@@ -143,6 +149,9 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, fn func(pro
 		resp.StopReason = "tool_calls"
 	}
 	resp.Usage = provider.Usage{InputTokens: estimate(req), OutputTokens: (len(st.Text) + 3) / 4}
+	if st.Usage != nil {
+		resp.Usage = *st.Usage
+	}
 	return resp, nil
 }
 

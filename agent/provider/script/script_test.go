@@ -65,3 +65,30 @@ func TestDelayStreamsSlowlyAndStopsOnCancel(t *testing.T) {
 		t.Fatalf("two of four pieces of a 400ms step took %v", el)
 	}
 }
+
+// TestStepUsage: a step's usage is reported exactly as written (so tests
+// can count tokens deterministically); without one the step reports an
+// estimate; impossible counts are refused when the script is parsed.
+func TestStepUsage(t *testing.T) {
+	s, err := Parse([]byte(`{"steps":[{"text":"hi","usage":{"input_tokens":1200,"output_tokens":34,"cached_tokens":1000}},{"text":"plain"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Provider{Script: s, Cursor: &memCursor{}}
+	r, err := p.Stream(context.Background(), provider.Request{System: strings.Repeat("x", 400)}, func(provider.Event) {})
+	if err != nil || r.Usage != (provider.Usage{InputTokens: 1200, OutputTokens: 34, CachedTokens: 1000}) {
+		t.Fatalf("step with usage: %+v %v", r, err)
+	}
+	r, err = p.Stream(context.Background(), provider.Request{System: strings.Repeat("x", 400)}, func(provider.Event) {})
+	if err != nil || r.Usage.InputTokens != 100 || r.Usage.OutputTokens != 2 || r.Usage.CachedTokens != 0 {
+		t.Fatalf("step without usage: %+v %v", r, err)
+	}
+	for _, bad := range []string{
+		`{"steps":[{"text":"x","usage":{"input_tokens":-1}}]}`,
+		`{"steps":[{"text":"x","usage":{"input_tokens":10,"cached_tokens":11}}]}`,
+	} {
+		if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), "usage") {
+			t.Errorf("Parse(%s) = %v", bad, err)
+		}
+	}
+}
