@@ -34,6 +34,7 @@ func addClientCommands(root *cobra.Command, g *globals) {
 		filesCmd(g),
 		askCmd(g),
 		templateCmd(g),
+		usageCmd(g),
 	)
 }
 
