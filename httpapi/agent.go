@@ -57,7 +57,7 @@ func agentRoutes() []route {
 			Body: "PlanDecision", Resp: "Plan", Status: 200, handle: (*Server).declinePlan},
 		{Method: "POST", Path: "/v1/plans/{pln}/revise", Tag: "agent", Summary: "Ask for changes to a plan card (notes required); the model proposes a new card.",
 			Body: "PlanDecision", Resp: "Plan", Status: 200, handle: (*Server).revisePlan},
-		{Method: "GET", Path: "/v1/workspaces/{ws}/agent", Tag: "agent", Summary: "The workspace's agent settings: approval mode, network for commands, blocking input.",
+		{Method: "GET", Path: "/v1/workspaces/{ws}/agent", Tag: "agent", Summary: "The workspace's agent settings: approval mode, network for commands, blocking input, token budget.",
 			Resp: "AgentSettings", Status: 200, handle: (*Server).agentSettings},
 		{Method: "PATCH", Path: "/v1/workspaces/{ws}/agent", Tag: "agent", Summary: "Change the workspace's agent settings (admin).",
 			Body: "AgentSettingsPatch", Resp: "AgentSettings", Status: 200, handle: (*Server).patchAgentSettings},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent"
 )
 
 // pageMessages is how many messages a session opens with; older ones load
@@ -359,6 +360,9 @@ type budget struct {
 	Window  int
 	Percent float64
 	Level   string
+	// Reported is set when Used starts from the provider's own counts of
+	// the last model call rather than desk's estimate.
+	Reported bool
 }
 
 func (s *Server) budget(ctx context.Context, x *desk.Session) *budget {
@@ -366,7 +370,7 @@ func (s *Server) budget(ctx context.Context, x *desk.Session) *budget {
 	if err != nil {
 		return &budget{Ses: x.ID, Level: "neutral"}
 	}
-	b := &budget{Ses: x.ID, Used: v.Budget.UsedTokens, Window: v.Budget.Window, Percent: v.Budget.Percent}
+	b := &budget{Ses: x.ID, Used: v.Budget.UsedTokens, Window: v.Budget.Window, Percent: v.Budget.Percent, Reported: v.Budget.Source == agent.BudgetProvider}
 	switch {
 	case b.Percent >= 60:
 		b.Level = "high"

@@ -599,3 +599,27 @@ func TestCatalogPage(t *testing.T) {
 		t.Fatalf("restore = %d:\n%s", resp.StatusCode, out)
 	}
 }
+
+// TestBudgetBarUsesReportedTokens: once a model call reported its counts,
+// the context bar starts from them (the step reported 80,000 input tokens
+// of a 128,000 window: high, not the few tokens desk would estimate).
+func TestBudgetBarUsesReportedTokens(t *testing.T) {
+	f := start(t, app.Config{})
+	x := f.script(t, "usage", map[string]any{"text": "ok", "usage": map[string]int{"input_tokens": 80000, "output_tokens": 10}})
+	b := signIn(t, f.e)
+	page, _ := b.get("/w/" + f.ws.ID + "/s/" + x.ID)
+	if !strings.Contains(page, `data-source="estimate"`) {
+		t.Fatalf("a fresh session's bar is not the estimate:\n%s", page)
+	}
+	f.e.Must(202, "POST", "/v1/sessions/"+x.ID+"/messages", map[string]string{"text": "hi"}, nil)
+	waitFor(t, "the turn to finish", func() bool {
+		var ex struct{ Executions []desk.Execution }
+		f.e.Must(200, "GET", "/v1/sessions/"+x.ID+"/executions", nil, &ex)
+		return len(ex.Executions) == 1 && ex.Executions[0].Terminal()
+	})
+	page, _ = b.get("/w/" + f.ws.ID + "/s/" + x.ID)
+	bar := regexp.MustCompile(`<div id="budget"[^>]*>`).FindString(page)
+	if !strings.Contains(bar, `data-source="provider"`) || !strings.Contains(bar, "level-high") || !strings.Contains(bar, "80010 of 128000 tokens") {
+		t.Fatalf("budget bar after a reported call: %s", bar)
+	}
+}
