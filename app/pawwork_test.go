@@ -1172,12 +1172,13 @@ func TestS_R_NoTaskObjectPerMessage(t *testing.T) {
 			grew[name] = d
 		}
 	}
-	if grew["queue_items"] != 1 || grew["executions"] != 1 || grew["messages"] != 2 || grew["events"] < 1 {
+	// model_usage is accounting, one row per model call, not a task.
+	if grew["queue_items"] != 1 || grew["executions"] != 1 || grew["messages"] != 2 || grew["events"] < 1 || grew["model_usage"] != 1 {
 		t.Fatalf("rows made by a normal message: %v", grew)
 	}
 	for name := range grew {
 		switch name {
-		case "queue_items", "executions", "messages", "events", "app_logs":
+		case "queue_items", "executions", "messages", "events", "app_logs", "model_usage":
 		default:
 			t.Fatalf("a normal message made rows in %s: %v", name, grew)
 		}
@@ -1199,6 +1200,10 @@ func TestS_R_NoTaskObjectPerMessage(t *testing.T) {
 		case "messages":
 			if d != 4 { // user, assistant with the call, tool result, assistant
 				t.Fatalf("messages grew by %d", d)
+			}
+		case "model_usage":
+			if d != 2 { // the step with the call, the answer
+				t.Fatalf("model_usage grew by %d", d)
 			}
 		case "events", "app_logs":
 		default:

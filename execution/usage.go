@@ -6,6 +6,10 @@ import (
 	"github.com/desk-runtime/desk"
 )
 
+// Usage sums live here because a token budget is an admission rule (the
+// store's claim applies it) and because who may see a session's figures is
+// the same question as who may see its executions.
+
 // SessionUsage sums the model calls of a session the caller may see.
 func (s *Service) SessionUsage(ctx context.Context, sessionID string) (*desk.SessionUsage, error) {
 	x, err := s.session(ctx, sessionID)
