@@ -172,6 +172,21 @@ func (w *world) fixtures(t *testing.T) fixtureSet {
 	var first, second desk.SubmitResult
 	w.Must(202, "POST", "/v1/sessions/"+x.ID+"/messages", map[string]string{"text": "first"}, &first)
 	w.Must(202, "POST", "/v1/sessions/"+x.ID+"/messages", map[string]string{"text": "second"}, &second)
+	// On a loaded machine the poll loop's dispatcher may take the first
+	// row a moment before the submit's own claim would: then the answer
+	// names no execution, and the queue does.
+	waitFor(t, "the first turn to be claimed", func() bool {
+		if first.ExecutionID == "" {
+			var q struct{ Items []desk.QueueItem }
+			w.Must(200, "GET", "/v1/sessions/"+x.ID+"/queue?all=true", nil, &q)
+			for _, it := range q.Items {
+				if it.ID == first.Item.ID {
+					first.ExecutionID = it.ExecutionID
+				}
+			}
+		}
+		return first.ExecutionID != ""
+	})
 	var y desk.Session
 	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"title": "fx2", "model": "script", "script": slow}, &y)
 	var run desk.SubmitResult
