@@ -45,6 +45,9 @@ func TestCLIUsageAndBudget(t *testing.T) {
 	if st.TokenBudget != 1000 {
 		t.Fatalf("workspace budget --json = %+v", st)
 	}
+	if got, err := cl.AgentSettings(ctx, ws.ID); err != nil || got.TokenBudget != 1000 {
+		t.Fatalf("client AgentSettings = %+v %v", got, err)
+	}
 	c.fail(exitInvalid, "workspace", "budget", ws.ID, "--", "-5")
 	c.fail(exitUsage, "workspace", "budget", ws.ID, "many")
 	var wu desk.WorkspaceUsage
