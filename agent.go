@@ -166,6 +166,17 @@ const (
 	ApprovalModeFullAccess = "full-access"
 )
 
+// CheckApprovalMode refuses anything but the three approval modes. PATCH
+// of the agent settings and an import both call it, so both refuse with
+// the same message.
+func CheckApprovalMode(mode string) error {
+	switch mode {
+	case ApprovalModeUser, ApprovalModeAutoReview, ApprovalModeFullAccess:
+		return nil
+	}
+	return Errorf(EINVALID, "approval_mode %q must be user, auto-review or full-access", mode)
+}
+
 // AgentSettings are a workspace's settings for its agents.
 type AgentSettings struct {
 	ApprovalMode string `json:"approval_mode"`

@@ -20,6 +20,13 @@ const (
 type HostPath struct {
 	Path string `json:"path"`
 	Mode string `json:"mode"` // HostPathRO or HostPathRW
+	// Dev and Ino identify the directory that was declared, recorded by
+	// the server when it checked the declaration (nothing a request sends
+	// sets them). Every use opens the path again and answers 403 unless it
+	// is still that directory, so replacing a declared path by a symbolic
+	// link or another directory after the check gains nothing.
+	Dev uint64 `json:"dev,omitempty"`
+	Ino uint64 `json:"ino,omitempty"`
 }
 
 // WorkspacePatch changes a workspace's host paths and primary root. Nil

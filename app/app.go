@@ -251,7 +251,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	a.Collector = &gc.Collector{Store: store, Home: home, Running: a.Exec.Running}
 	session.SetBeforeDelete(a.Sessions, a.Exec.StopSession)
 	a.Files = files.New(store, home, a.Workspaces, a.Artifacts.(desk.ArtifactPaths), a.Collector, files.Options{QuotaBytes: cfg.ActorQuotaBytes})
-	a.Transfer = transfer.New(store, home, a.Workspaces, transfer.Options{MaxImportBytes: cfg.ImportMaxBytes})
+	a.Transfer = transfer.New(store, home, a.Workspaces, transfer.Options{MaxImportBytes: cfg.ImportMaxBytes, ActorQuotaBytes: cfg.ActorQuotaBytes})
 
 	// Recovery runs before the handler exists, so no request can observe a
 	// half-finished delete or install.

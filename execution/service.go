@@ -268,6 +268,28 @@ func (s *Service) session(ctx context.Context, id string) (*desk.Session, error)
 	return x, nil
 }
 
+// userSide refuses a caller that is not the user side of the session: only
+// the admin token or the session's own human actor may release an admission
+// block or approve a row held for takeover (OpenAlice: "HTTP interrupt and
+// release routes are always user-attributed"). An agent's token, and any
+// call made on behalf of a running execution, is refused even for its own
+// session, so an agent cannot lift the holds that exist to stop it.
+func userSide(ctx context.Context, x *desk.Session, what string) error {
+	p, _ := desk.PrincipalFrom(ctx)
+	if o, ok := desk.OriginFrom(ctx); ok && (o.Kind == desk.OriginAgent || o.ExecutionID != "") {
+		return desk.Errorf(desk.EFORBIDDEN, "an agent cannot %s; only the user side can (the admin token or the session's own human actor)", what)
+	}
+	switch {
+	case p.Admin:
+		return nil
+	case p.ActorKind == desk.ActorAgent:
+		return desk.Errorf(desk.EFORBIDDEN, "an agent actor's token cannot %s; only the user side can (the admin token or the session's own human actor)", what)
+	case p.ActorKind == desk.ActorHuman && p.WorkspaceID == x.WorkspaceID && p.ActorID == x.Actor:
+		return nil
+	}
+	return desk.Errorf(desk.EFORBIDDEN, "only the admin token or the session's own human actor may %s", what)
+}
+
 // origin stamps provenance from the caller. An agent actor's token makes
 // agent work; everything else that comes through the API is user work.
 func origin(ctx context.Context, x *desk.Session, surface string) desk.Origin {
@@ -433,6 +455,11 @@ func (s *Service) QueueOp(ctx context.Context, sessionID, itemID string, op desk
 	if err != nil || q.SessionID != x.ID {
 		return nil, desk.Errorf(desk.ENOTFOUND, "queue item %s not found in session %s", itemID, x.ID)
 	}
+	if op == desk.QueueApprove {
+		if err := userSide(ctx, x, "approve a row held for takeover"); err != nil {
+			return nil, err
+		}
+	}
 	out, err := s.store.UpdateQueued(ctx, itemID, op)
 	if err != nil {
 		return nil, err
@@ -548,6 +575,9 @@ func (s *Service) ReleaseBlock(ctx context.Context, sessionID, blockID string) (
 	b, err := s.store.GetBlock(ctx, blockID, s.opts.Now())
 	if err != nil || b.SessionID != x.ID {
 		return nil, desk.Errorf(desk.ENOTFOUND, "block %s not found in session %s", blockID, x.ID)
+	}
+	if err := userSide(ctx, x, "release an admission block"); err != nil {
+		return nil, err
 	}
 	if b.Kind == desk.BlockBudget && b.Active {
 		// Released by hand it would only block again at the next claim.

@@ -34,6 +34,11 @@ type Mount struct {
 	// ReadOnlyDirs are mount-relative subdirectories (slash separated, e.g. "immutable")
 	// that are read-only even when the mount is writable.
 	ReadOnlyDirs []string
+	// Pin, when set, is the identity of the directory Host named when it
+	// was declared (a workspace's host paths, which desk does not own).
+	// Every open checks that Host is still that directory and was not
+	// replaced by a symbolic link; a zero Pin refuses the mount.
+	Pin *FileID
 }
 
 // Jail is a set of mounts forming one guest file system. The *os.Root of a
@@ -84,6 +89,10 @@ func New(mounts []Mount) (*Jail, error) {
 			ro = append(ro, d)
 		}
 		ms[i] = Mount{Guest: g, Host: filepath.Clean(m.Host), ReadOnly: m.ReadOnly, ReadOnlyDirs: ro}
+		if m.Pin != nil {
+			pin := *m.Pin
+			ms[i].Pin = &pin
+		}
 	}
 	slices.SortFunc(ms, func(a, b Mount) int { return strings.Compare(a.Guest, b.Guest) })
 	j := &Jail{mounts: ms, byGuest: make(map[string]int, len(ms)), roots: make([]*os.Root, len(ms))}
@@ -224,9 +233,15 @@ func (j *Jail) rootOf(i int, guest string) (*os.Root, error) {
 	// The directory is opened without holding the lock, so that a slow
 	// file system stalls only the callers that need this mount. Two callers
 	// may race to open it; the loser closes its copy.
-	r, err := os.OpenRoot(j.mounts[i].Host)
+	var r *os.Root
+	var err error
+	if j.mounts[i].Pin != nil {
+		r, err = openPinned(j.mounts[i], guest)
+	} else if r, err = os.OpenRoot(j.mounts[i].Host); err != nil {
+		err = mapErr("open mount", guest, err)
+	}
 	if err != nil {
-		return nil, mapErr("open mount", guest, err)
+		return nil, err
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()

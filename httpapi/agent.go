@@ -316,12 +316,11 @@ func (s *Server) patchAgentSettings(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	if in.ApprovalMode != nil {
-		switch *in.ApprovalMode {
-		case desk.ApprovalModeUser, desk.ApprovalModeAutoReview, desk.ApprovalModeFullAccess:
-			st.ApprovalMode = *in.ApprovalMode
-		default:
-			return desk.Errorf(desk.EINVALID, "approval_mode %q must be user, auto-review or full-access", *in.ApprovalMode)
+		// The one check an import makes too.
+		if err := desk.CheckApprovalMode(*in.ApprovalMode); err != nil {
+			return err
 		}
+		st.ApprovalMode = *in.ApprovalMode
 	}
 	if in.Network != nil {
 		st.Network = *in.Network

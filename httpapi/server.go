@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/fsjail"
 )
 
 // Reclaimer answers storage pressure.
@@ -103,6 +104,10 @@ func (s *Server) wrap(rt route) http.Handler {
 		if err != nil {
 			if desk.ErrorCode(err) == desk.EINTERNAL {
 				s.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			}
+			var sw *fsjail.SwappedError
+			if errors.As(err, &sw) {
+				s.Logger.Warn("a declared host path was replaced after its declaration; refused", "host_path", sw.Guest, "found", sw.Why, "method", r.Method, "path", r.URL.Path)
 			}
 			writeError(w, err)
 		}

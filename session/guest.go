@@ -8,6 +8,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/atomicfile"
 	"github.com/desk-runtime/desk/fsjail"
+	"github.com/desk-runtime/desk/hostpath"
 	"github.com/desk-runtime/desk/layout"
 )
 
@@ -40,9 +41,11 @@ func Mounts(home layout.Home, v View) []fsjail.Mount {
 	}
 	// desk only checks a host path's boundary (INV-IO-07): the jail refuses
 	// everything outside it and writes to a read-only one; the directory
-	// itself is never created or changed here.
+	// itself is never created or changed here. It is pinned to the
+	// directory recorded at declaration, so a path swapped since (for a
+	// link to desk's home, say) is refused at every use.
 	for _, hp := range v.HostPaths {
-		m = append(m, fsjail.Mount{Guest: hp.Path, Host: hp.Path, ReadOnly: hp.Mode != desk.HostPathRW})
+		m = append(m, fsjail.Mount{Guest: hp.Path, Host: hp.Path, ReadOnly: hp.Mode != desk.HostPathRW, Pin: hostpath.Pin(hp)})
 	}
 	return m
 }

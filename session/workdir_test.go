@@ -5,6 +5,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/fsjail"
+	"github.com/desk-runtime/desk/hostpath"
 	"github.com/desk-runtime/desk/layout"
 )
 
@@ -57,7 +58,22 @@ func TestHostPathMounts(t *testing.T) {
 	home := layout.Home{Root: t.TempDir()}
 	ro, rw := t.TempDir(), t.TempDir()
 	x := &desk.Session{ID: "ses_1", WorkspaceID: "ws_1", Actor: "act_1"}
-	v := View{Session: x, Execution: "exe_1", HostPaths: []desk.HostPath{{Path: ro, Mode: desk.HostPathRO}, {Path: rw, Mode: desk.HostPathRW}}}
+	declared := []desk.HostPath{{Path: ro, Mode: desk.HostPathRO}, {Path: rw, Mode: desk.HostPathRW}}
+	// Undeclared identities (rows from before desk recorded them) are
+	// refused: the jail cannot tell the directory is still the one meant.
+	unpinned, err := fsjail.New(Mounts(home, View{Session: x, HostPaths: declared}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unpinned.Close()
+	if _, err := unpinned.Stat(rw); !desk.IsCode(err, desk.EFORBIDDEN) {
+		t.Fatalf("a host path without a recorded identity: %v", err)
+	}
+	checked, err := hostpath.Check(home.Root, declared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := View{Session: x, Execution: "exe_1", HostPaths: checked}
 	j, err := fsjail.New(Mounts(home, v))
 	if err != nil {
 		t.Fatal(err)

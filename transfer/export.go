@@ -159,6 +159,10 @@ func (e *exporter) rows(store desk.TransferStore, ws, table string) error {
 		return err
 	}
 	err := store.ExportRows(e.ctx, ws, table, func(r desk.Row) error {
+		r, err := exportRow(table, r)
+		if err != nil {
+			return err
+		}
 		mark := buf.Len()
 		if err := enc.Encode(r); err != nil {
 			return fmt.Errorf("encode a row of %s: %w", table, err)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/atomicfile"
+	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/workspace"
 )
 
@@ -88,6 +90,14 @@ func (s *Service) Import(ctx context.Context, r io.Reader, opts desk.ImportOptio
 		if x.body.over {
 			return nil, desk.Errorf(desk.ETOOLARGE, "the archive is larger than the import limit of %d bytes", limit)
 		}
+		return nil, err
+	}
+	// The settings the archive declares are checked as PATCH checks them,
+	// before anything is moved into place.
+	if x.settings, err = x.checkSettings(); err != nil {
+		return nil, err
+	}
+	if err := x.checkQuota(); err != nil {
 		return nil, err
 	}
 	if err := syncTree(x.tree); err != nil {
@@ -174,6 +184,8 @@ type extractor struct {
 	tree     *os.Root // the workspace tree being unpacked
 	meta     *os.Root // the row chunks
 	manifest Manifest
+	settings *settings        // the workspace's checked settings
+	areas    map[string]int64 // bytes unpacked per actor area (workspace/<actor>/)
 	chunks   map[string]int // table → chunks seen
 	links    map[string]bool
 	files    int64
@@ -188,7 +200,7 @@ func (x *extractor) extract() error {
 		return desk.Errorf(desk.EINVALID, "the body is not a gzip stream: %v", err)
 	}
 	tr := tar.NewReader(zr)
-	x.chunks, x.links = map[string]int{}, map[string]bool{}
+	x.chunks, x.links, x.areas = map[string]int{}, map[string]bool{}, map[string]int64{}
 	first := true
 	for {
 		if err := x.ctx.Err(); err != nil {
@@ -429,6 +441,13 @@ func (x *extractor) regular(tr io.Reader, h *tar.Header, root *os.Root, name str
 	}
 	n, err := io.CopyN(f, tr, h.Size)
 	x.bytes += n
+	if root == x.tree {
+		if rest, ok := strings.CutPrefix(name, layout.ActorsDir+"/"); ok {
+			if actor, _, ok := strings.Cut(rest, "/"); ok {
+				x.areas[actor] += n
+			}
+		}
+	}
 	if err != nil {
 		f.Close()
 		if isNoSpace(err) {
@@ -440,6 +459,23 @@ func (x *extractor) regular(tr io.Reader, h *tar.Header, root *os.Root, name str
 		return x.diskErr(name, err)
 	}
 	x.files++
+	return nil
+}
+
+// checkQuota holds imported actor areas to the file quota an upload is held
+// to: an archive cannot bring in an area larger than the actor could have
+// stored here.
+func (x *extractor) checkQuota() error {
+	q := x.s.opts.ActorQuotaBytes
+	if q <= 0 {
+		return nil
+	}
+	actors := slices.Sorted(maps.Keys(x.areas))
+	for _, a := range actors {
+		if x.areas[a] > q {
+			return desk.Errorf(desk.ETOOLARGE, "the import would exceed the file quota of actor %s (%d bytes; its area in the archive holds %d bytes)", a, q, x.areas[a])
+		}
+	}
 	return nil
 }
 
@@ -523,6 +559,9 @@ func (x *extractor) rowSource(ws string, newTokens bool, res *desk.ImportResult)
 					n++
 					if err := checkRow(table, row, ws, n); err != nil {
 						return "", nil, err
+					}
+					if table == "workspaces" {
+						x.settings.apply(row)
 					}
 					res.Rows[table]++
 					if table == "actors" && newTokens {

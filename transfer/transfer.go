@@ -94,6 +94,9 @@ type Options struct {
 	// MaxImportBytes bounds both the compressed body of an import and the
 	// bytes it unpacks; 0 means DefaultMaxImportBytes.
 	MaxImportBytes int64
+	// ActorQuotaBytes is the file quota of each actor (files.Options):
+	// an import whose actor area is larger is refused. 0 means none.
+	ActorQuotaBytes int64
 	// Level is the gzip level of exports (1-9); 0 means 6, gzip's default.
 	// Changing it changes the bytes of exports.
 	Level int

@@ -78,6 +78,11 @@ func (t execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, er
 	if err != nil {
 		return fsResult(err, a.Cwd)
 	}
+	// The sandbox binds mounts by path: a declared host path swapped since
+	// its declaration is refused here, before anything binds it.
+	if err := env.Jail.CheckPinned(); err != nil {
+		return fsResult(err, a.Cwd)
+	}
 	mounts, err := sandbox.FromJail(env.Jail.Mounts())
 	if err != nil {
 		return nil, err

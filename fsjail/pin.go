@@ -1,0 +1,100 @@
+package fsjail
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/desk-runtime/desk"
+)
+
+// FileID identifies a directory on its host: device and inode.
+type FileID struct {
+	Dev uint64
+	Ino uint64
+}
+
+// Zero reports whether the identity was never recorded.
+func (f FileID) Zero() bool { return f == FileID{} }
+
+// SwappedError is the refusal of a pinned mount whose host path no longer
+// names the directory that was declared: the last element was replaced by
+// a symbolic link, by another directory, or removed and made again. It is
+// an EFORBIDDEN *desk.Error to callers (errors.As finds it through Unwrap);
+// servers log it as a warning, because it means someone changed a declared
+// directory under desk.
+type SwappedError struct {
+	Guest string // the mount's guest path
+	// Why says what was found instead, for the log only: agents see the
+	// desk error's message, which does not describe the host.
+	Why string
+	err *desk.Error
+}
+
+func (e *SwappedError) Error() string { return e.err.Error() }
+func (e *SwappedError) Unwrap() error { return e.err }
+
+func swapped(guest, why string) error {
+	return &SwappedError{Guest: guest, Why: why, err: desk.Errorf(desk.EFORBIDDEN,
+		"%s is no longer the directory that was declared (it was replaced after the declaration); declare the host path again", guest)}
+}
+
+// openPinned opens a pinned mount's host directory as an os.Root without
+// trusting its last element: the parent is opened, the last element is
+// looked at without following it (a symbolic link there is refused), and
+// the root opened from it is checked to be the declared directory by
+// device and inode. The identity check is made on the opened root itself,
+// so a swap between the look and the open is caught as well.
+func openPinned(m Mount, guest string) (*os.Root, error) {
+	if m.Pin == nil || m.Pin.Zero() {
+		return nil, desk.Errorf(desk.EFORBIDDEN, "%s was declared before desk recorded which directory it is; declare the host path again", m.Guest)
+	}
+	parent, name := filepath.Dir(m.Host), filepath.Base(m.Host)
+	pr, err := os.OpenRoot(parent)
+	if err != nil {
+		return nil, mapErr("open mount", guest, err)
+	}
+	defer pr.Close()
+	fi, err := pr.Lstat(name)
+	if err != nil {
+		return nil, mapErr("open mount", guest, err)
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, swapped(m.Guest, "the host path is now a symbolic link")
+	case !fi.IsDir():
+		return nil, swapped(m.Guest, "the host path is no longer a directory")
+	}
+	if id, ok := IdentityOf(fi); !ok || id != *m.Pin {
+		return nil, swapped(m.Guest, "the host path is another directory now (device and inode differ)")
+	}
+	r, err := pr.OpenRoot(name)
+	if err != nil {
+		return nil, mapErr("open mount", guest, err)
+	}
+	st, err := r.Stat(".")
+	if err != nil {
+		r.Close()
+		return nil, mapErr("open mount", guest, err)
+	}
+	if id, ok := IdentityOf(st); !ok || id != *m.Pin {
+		r.Close()
+		return nil, swapped(m.Guest, "the host path was replaced while it was being opened")
+	}
+	return r, nil
+}
+
+// CheckPinned opens every pinned mount (the declared host paths), so that a
+// caller about to hand the mounts to something that binds them by path (a
+// sandbox) refuses a swapped one first. The roots stay cached in the jail.
+func (j *Jail) CheckPinned() error {
+	for i, m := range j.mounts {
+		if m.Pin == nil {
+			continue
+		}
+		if _, err := j.rootOf(i, m.Guest); err != nil {
+			return err
+		}
+	}
+	return nil
+}
