@@ -40,4 +40,3 @@ func (s *Service) PatchWorkspace(ctx context.Context, id string, p desk.Workspac
 	}
 	return s.store.UpdateWorkspacePaths(ctx, id, hps, root)
 }
-

@@ -186,7 +186,7 @@ type extractor struct {
 	manifest Manifest
 	settings *settings        // the workspace's checked settings
 	areas    map[string]int64 // bytes unpacked per actor area (workspace/<actor>/)
-	chunks   map[string]int // table → chunks seen
+	chunks   map[string]int   // table → chunks seen
 	links    map[string]bool
 	files    int64
 	bytes    int64 // unpacked bytes, bounded by limit
