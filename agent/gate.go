@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -123,24 +122,6 @@ func decisionWord(status string) string {
 	return status
 }
 
-// dangerous is the auto-review rule set used when no reviewer model is
-// available: commands that destroy data wholesale, reach outside through a
-// pipe into a shell, or change the machine are refused; everything else
-// that the sandbox allows is approved.
-var dangerous = []struct {
-	re  *regexp.Regexp
-	why string
-}{
-	{regexp.MustCompile(`\brm\s+(-[a-zA-Z]*[rf][a-zA-Z]*\s+)+(/|~|\*|\.\s*$|/\*)(\s|$)`), "deletes a whole tree"},
-	{regexp.MustCompile(`\b(mkfs|fdisk|parted|wipefs)\b`), "formats or partitions a disk"},
-	{regexp.MustCompile(`\bdd\b.*\bof=/dev/`), "writes to a raw device"},
-	{regexp.MustCompile(`(curl|wget)[^|;&]*\|\s*(ba|z|da)?sh\b`), "pipes a download into a shell"},
-	{regexp.MustCompile(`:\(\)\s*\{\s*:\|:&\s*\};:`), "is a fork bomb"},
-	{regexp.MustCompile(`\b(shutdown|reboot|halt|poweroff)\b`), "stops the machine"},
-	{regexp.MustCompile(`\bchmod\s+(-R\s+)?[0-7]*777\s+/`), "opens up system permissions"},
-	{regexp.MustCompile(`>\s*/dev/sd[a-z]`), "writes to a raw disk"},
-}
-
 // review is auto-review: a reviewer model call decides when the session
 // has a real model; otherwise the documented rule set does.
 func (tr *turn) review(tool, summary string) (bool, string) {
@@ -151,12 +132,7 @@ func (tr *turn) review(tool, summary string) (bool, string) {
 		}
 		tr.a.log.Warn("auto-review model call failed; using the rule set", "err", err)
 	}
-	for _, d := range dangerous {
-		if d.re.MatchString(summary) {
-			return false, "rule set: the action " + d.why
-		}
-	}
-	return true, "rule set: no rule refuses this action"
+	return ruleReview(tool, summary)
 }
 
 func (tr *turn) modelReview(tool, summary string) (bool, string, error) {
