@@ -543,7 +543,7 @@ func (r *reviewer) pipe(b *syntax.BinaryCmd) {
 	runsStdin := shells[n] && !hasScriptArg(ws[1:])
 	if runsStdin {
 		if src := downloader(b.X); src != "" {
-			r.refuse("pipes a download (%s) into a shell (%s)", src, n)
+			r.refuse("pipes a download into a shell (%s | %s)", src, n)
 		} else {
 			r.refuse("feeds a shell (%s) a script through a pipe, which cannot be reviewed", n)
 		}
@@ -551,7 +551,7 @@ func (r *reviewer) pipe(b *syntax.BinaryCmd) {
 	}
 	if interpreters[n] || strings.HasPrefix(n, "python") {
 		if src := downloader(b.X); src != "" {
-			r.refuse("pipes a download (%s) into an interpreter (%s)", src, n)
+			r.refuse("pipes a download into an interpreter (%s | %s)", src, n)
 		}
 	}
 }
