@@ -60,6 +60,13 @@ type Config struct {
 	// ImportMaxBytes bounds a workspace import, compressed and unpacked
 	// (DESK_IMPORT_MAX_BYTES); 0 means transfer.DefaultMaxImportBytes.
 	ImportMaxBytes int64
+	// ImportMaxRatio bounds how many times its compressed size an import
+	// may unpack to (DESK_IMPORT_MAX_RATIO); 0 means
+	// transfer.DefaultMaxImportRatio.
+	ImportMaxRatio int64
+	// BodyIdleTimeout cuts off a request body that stalls (see
+	// httpapi.Server.BodyIdleTimeout); 0 means httpapi.DefaultBodyIdleTimeout.
+	BodyIdleTimeout time.Duration
 	// Execution tunes the execution model (timeouts, the executor). Its
 	// Archive and Logger are filled in by Open.
 	Execution execution.Options
@@ -251,7 +258,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	a.Collector = &gc.Collector{Store: store, Home: home, Running: a.Exec.Running}
 	session.SetBeforeDelete(a.Sessions, a.Exec.StopSession)
 	a.Files = files.New(store, home, a.Workspaces, a.Artifacts.(desk.ArtifactPaths), a.Collector, files.Options{QuotaBytes: cfg.ActorQuotaBytes})
-	a.Transfer = transfer.New(store, home, a.Workspaces, transfer.Options{MaxImportBytes: cfg.ImportMaxBytes, ActorQuotaBytes: cfg.ActorQuotaBytes})
+	a.Transfer = transfer.New(store, home, a.Workspaces, transfer.Options{MaxImportBytes: cfg.ImportMaxBytes, MaxImportRatio: cfg.ImportMaxRatio, ActorQuotaBytes: cfg.ActorQuotaBytes})
 
 	// Recovery runs before the handler exists, so no request can observe a
 	// half-finished delete or install.
@@ -276,7 +283,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	api := &httpapi.Server{
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
 		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
-		Logger: a.Logger.With("component", "http"), Version: cfg.Version,
+		Logger: a.Logger.With("component", "http"), Version: cfg.Version, BodyIdleTimeout: cfg.BodyIdleTimeout,
 	}
 	// Unread follows turns that finish from now on; the web UI is served
 	// at / beside the API.

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 
@@ -250,17 +249,16 @@ func (s *Server) execution(w http.ResponseWriter, r *http.Request) error {
 // actor is always the token's, so a body that names one is refused rather
 // than silently ignored.
 func userAttributed(w http.ResponseWriter, r *http.Request) error {
-	r.Body = http.MaxBytesReader(w, r.Body, maxJSONBody)
-	b, err := io.ReadAll(r.Body)
+	b, err := readJSONBody(w, r)
 	if err != nil {
-		return desk.Errorf(desk.EINVALID, "read body: %v", err)
+		return err
 	}
 	if strings.TrimSpace(string(b)) == "" {
 		return nil
 	}
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return desk.Errorf(desk.EINVALID, "invalid JSON body: %v", err)
+	if err := decodeJSON(b, &m); err != nil {
+		return err
 	}
 	for k := range m {
 		if k == "actor" || k == "actor_id" || k == "by" {

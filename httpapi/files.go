@@ -241,6 +241,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	}
 	in := desk.FilePut{Path: q.Get("path"), MediaType: mediaHint(r), Body: r.Body, Size: r.ContentLength}
 	if conn, body, ok := rawBody(w, r); ok {
+		body = s.watchConn(conn, body) // the idle window holds on the raw socket too
 		defer conn.Close()
 		in.Body = body
 		up, err := s.Files.Upload(r.Context(), scope, in)

@@ -6,15 +6,21 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/fsjail"
@@ -48,7 +54,20 @@ type Server struct {
 	Web        http.Handler // everything outside the API (the web UI at /); nil: JSON not-found
 	Logger     *slog.Logger
 	Version    string
+	// BodyIdleTimeout cuts off a request body that stalls: each window of
+	// this length must bring at least bodyProgressBytes (or the end of
+	// the body), so a body trickled a byte a second ends with an error
+	// while an upload that progresses, however big, never does. 0 means
+	// DefaultBodyIdleTimeout.
+	BodyIdleTimeout time.Duration
 }
+
+// DefaultBodyIdleTimeout is the window of Server.BodyIdleTimeout.
+const DefaultBodyIdleTimeout = 30 * time.Second
+
+// bodyProgressBytes is how much of a body each idle window must bring:
+// 64 KiB in 30 s is 2 KiB/s, far below any real link.
+const bodyProgressBytes = 64 << 10
 
 // maxJSONBody bounds JSON request bodies; file bytes never travel as JSON.
 const maxJSONBody = 4 << 20
@@ -88,6 +107,10 @@ func apiPath(p string) bool {
 func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		if r.Body != nil && r.Body != http.NoBody {
+			body := s.watchBody(w, r)
+			defer body.stop()
+		}
 		if !rt.Public {
 			p, err := s.authenticate(r)
 			if err != nil {
@@ -116,8 +139,11 @@ func (s *Server) wrap(rt route) http.Handler {
 }
 
 func (s *Server) authenticate(r *http.Request) (desk.Principal, error) {
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
+	h := strings.TrimSpace(r.Header.Get("Authorization"))
+	// The scheme is case-insensitive (RFC 9110 §11.1): "bearer x" is a
+	// bearer token too.
+	scheme, tok, ok := strings.Cut(h, " ")
+	ok = ok && strings.EqualFold(scheme, "Bearer")
 	if !ok {
 		if h == "" {
 			return desk.Principal{}, desk.Errorf(desk.EUNAUTHORIZED, "missing Authorization: Bearer <token> header")
@@ -181,27 +207,146 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// decode reads a JSON body strictly: unknown fields are refused so a typo
-// never silently does nothing, and a body over maxJSONBody is too_large.
+// decode reads a JSON body strictly, for every route: field names match
+// exactly (encoding/json would take "Text" for "text"), unknown fields,
+// duplicate keys, invalid UTF-8 and trailing data are refused with a 400
+// naming the problem, so a typo or a smuggled second value never silently
+// does something else; a body over maxJSONBody is too_large.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	b, err := readJSONBody(w, r)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return desk.Errorf(desk.EINVALID, "request body is empty; expected a JSON object")
+	}
+	return decodeJSON(b, v)
+}
+
+// readJSONBody reads a JSON request body whole, bounded by maxJSONBody.
+func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxJSONBody)
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooBig):
-			return desk.Errorf(desk.ETOOLARGE, "JSON body is larger than %d bytes", maxJSONBody)
-		case errors.Is(err, io.EOF):
-			return desk.Errorf(desk.EINVALID, "request body is empty; expected a JSON object")
-		default:
-			return desk.Errorf(desk.EINVALID, "invalid JSON body: %v", err)
+	b, err := io.ReadAll(r.Body)
+	var tooBig *http.MaxBytesError
+	var de *desk.Error
+	switch {
+	case err == nil:
+		return b, nil
+	case errors.As(err, &tooBig):
+		return nil, desk.Errorf(desk.ETOOLARGE, "JSON body is larger than %d bytes", maxJSONBody)
+	case errors.As(err, &de):
+		return nil, err
+	}
+	return nil, desk.Errorf(desk.EINVALID, "read the request body: %v", err)
+}
+
+// decodeJSON is the one strict JSON decoding of request bodies (JSON v2
+// semantics: exact names, no duplicates, valid UTF-8 only).
+func decodeJSON(b []byte, v any) error {
+	err := jsonv2.Unmarshal(b, v, jsonv2.RejectUnknownMembers(true))
+	if err == nil {
+		return nil
+	}
+	var se *jsonv2.SemanticError
+	switch {
+	case errors.Is(err, jsontext.ErrDuplicateName):
+		return desk.Errorf(desk.EINVALID, "invalid JSON body: a key appears twice (%s)", jsonDetail(err))
+	case errors.Is(err, jsonv2.ErrUnknownName):
+		return desk.Errorf(desk.EINVALID, "invalid JSON body: unknown field (names match exactly, case included): %s", jsonDetail(err))
+	case !utf8.Valid(b):
+		return desk.Errorf(desk.EINVALID, "invalid JSON body: it is not valid UTF-8 (%s)", jsonDetail(err))
+	case errors.As(err, &se):
+		return desk.Errorf(desk.EINVALID, "invalid JSON body: %s", jsonDetail(err))
+	}
+	return desk.Errorf(desk.EINVALID, "invalid JSON body: %s", jsonDetail(err))
+}
+
+func jsonDetail(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"json: ", "jsontext: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return msg
+}
+
+// bodyWatch enforces Server.BodyIdleTimeout on one request body through
+// the connection's read deadline (http.ResponseController, or the conn
+// itself once a handler hijacked it): a window is granted at the start and
+// renewed each time bodyProgressBytes more have arrived. When a window
+// passes without that, the read fails with the error below, and the
+// deadline is left expired so that net/http does not wait for the rest of
+// the body before answering: it answers and closes the connection.
+type bodyWatch struct {
+	body     io.Reader
+	set      func(time.Time) error
+	header   http.Header // nil once hijacked
+	idle     time.Duration
+	since    int64 // bytes since the window began
+	deadline bool  // a deadline is set on the connection
+	stalled  bool
+}
+
+func (s *Server) bodyIdle() time.Duration {
+	if s.BodyIdleTimeout > 0 {
+		return s.BodyIdleTimeout
+	}
+	return DefaultBodyIdleTimeout
+}
+
+func (s *Server) watchBody(w http.ResponseWriter, r *http.Request) *bodyWatch {
+	rc := http.NewResponseController(w)
+	b := &bodyWatch{body: r.Body, set: rc.SetReadDeadline, header: w.Header(), idle: s.bodyIdle()}
+	// A writer that does not support deadlines (a test recorder) simply
+	// goes without.
+	b.deadline = b.set(time.Now().Add(b.idle)) == nil
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{b, r.Body}
+	return b
+}
+
+// watchConn is watchBody for a body read straight from a hijacked
+// connection, whose deadline watchBody set and which must keep being
+// renewed as the body progresses.
+func (s *Server) watchConn(conn net.Conn, body io.Reader) io.Reader {
+	b := &bodyWatch{body: body, set: conn.SetReadDeadline, idle: s.bodyIdle()}
+	b.deadline = b.set(time.Now().Add(b.idle)) == nil
+	return b
+}
+
+func (b *bodyWatch) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	b.since += int64(n)
+	if b.deadline && b.since >= bodyProgressBytes {
+		b.since = 0
+		_ = b.set(time.Now().Add(b.idle))
+	}
+	if errors.Is(err, io.EOF) && b.deadline {
+		// Once the body is read, net/http reads the connection in the
+		// background to notice a client going away; a deadline left in
+		// place would end that read and cancel a handler that is still
+		// working.
+		b.deadline = false
+		_ = b.set(time.Time{})
+	}
+	var ne net.Error
+	if err != nil && errors.As(err, &ne) && ne.Timeout() {
+		b.stalled = true
+		if b.header != nil {
+			b.header.Set("Connection", "close")
 		}
+		return n, desk.Errorf(desk.EINVALID, "the request body stalled: fewer than %d bytes arrived in %s; the request was cut off", bodyProgressBytes, b.idle)
 	}
-	if dec.More() {
-		return desk.Errorf(desk.EINVALID, "invalid JSON body: more than one JSON value")
+	return n, err
+}
+
+// stop clears the deadline, so the connection serves its next request,
+// unless the body stalled.
+func (b *bodyWatch) stop() {
+	if b.deadline && !b.stalled {
+		_ = b.set(time.Time{})
 	}
-	return nil
 }
 
 // boolParam parses an optional boolean query parameter.

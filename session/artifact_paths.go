@@ -17,6 +17,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/atomicfile"
 	"github.com/desk-runtime/desk/classify"
+	"github.com/desk-runtime/desk/fsjail"
 	"github.com/desk-runtime/desk/layout"
 )
 
@@ -43,6 +44,12 @@ func ValidRel(rel string) (string, error) {
 	}
 	if !utf8.ValidString(rel) {
 		return "", desk.Errorf(desk.EINVALID, "path %q is not valid UTF-8", rel)
+	}
+	// Invisible and text-direction characters are refused and the rest is
+	// put in normal form C, so two spellings of one name are one file.
+	rel, err := fsjail.CheckPathNames(rel)
+	if err != nil {
+		return "", err
 	}
 	for elem := range strings.SplitSeq(rel, "/") {
 		switch {

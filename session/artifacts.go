@@ -15,6 +15,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/atomicfile"
 	"github.com/desk-runtime/desk/classify"
+	"github.com/desk-runtime/desk/fsjail"
 	"github.com/desk-runtime/desk/layout"
 )
 
@@ -142,8 +143,13 @@ func (s *artifacts) Create(ctx context.Context, sessionID string, in desk.Artifa
 	if err != nil {
 		return nil, err
 	}
-	name, err := SanitizeName(in.Name)
+	// Invisible and text-direction characters are refused, not replaced:
+	// a name that misleads is the caller's error (fsjail.CheckName).
+	name, err := fsjail.CheckName(in.Name)
 	if err != nil {
+		return nil, err
+	}
+	if name, err = SanitizeName(name); err != nil {
 		return nil, err
 	}
 	rel := name

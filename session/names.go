@@ -6,6 +6,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/desk-runtime/desk"
 )
 
@@ -32,7 +34,9 @@ func SanitizeName(name string) (string, error) {
 			b.WriteRune(r)
 		}
 	}
-	s := strings.TrimSpace(b.String())
+	// One spelling per name: "é" as one code point or as "e" and an accent
+	// is one file (Unicode normal form C).
+	s := strings.TrimSpace(norm.NFC.String(b.String()))
 	s = strings.TrimLeft(s, ". ")
 	s = strings.TrimRight(s, ". ")
 	if s == "" {

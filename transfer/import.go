@@ -27,6 +27,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/atomicfile"
+	"github.com/desk-runtime/desk/fsjail"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/workspace"
 )
@@ -306,6 +307,14 @@ func (x *extractor) entryName(name string, dir bool) (string, error) {
 	case strings.HasPrefix(name, "/"):
 		return "", desk.Errorf(desk.EINVALID, "archive entry %q is an absolute path; an import writes only inside the workspace", orig)
 	}
+	// The names desk writes are free of invisible and text-direction
+	// characters and in normal form C (fsjail.CheckName); so are the ones
+	// an import writes. Two spellings of one name in an archive meet as
+	// one file, which O_EXCL then refuses as a duplicate.
+	name, err := fsjail.CheckPathNames(name)
+	if err != nil {
+		return "", desk.Errorf(desk.EINVALID, "archive entry %q: %s", orig, desk.ErrorMessage(err))
+	}
 	for _, e := range strings.Split(name, "/") {
 		switch {
 		case e == "..":
@@ -439,7 +448,7 @@ func (x *extractor) regular(tr io.Reader, h *tar.Header, root *os.Root, name str
 	if err != nil {
 		return x.diskErr(name, err)
 	}
-	n, err := io.CopyN(f, tr, h.Size)
+	n, err := x.copy(f, tr, h.Size)
 	x.bytes += n
 	if root == x.tree {
 		if rest, ok := strings.CutPrefix(name, layout.ActorsDir+"/"); ok {
@@ -450,8 +459,11 @@ func (x *extractor) regular(tr io.Reader, h *tar.Header, root *os.Root, name str
 	}
 	if err != nil {
 		f.Close()
+		var de *desk.Error
 		if isNoSpace(err) {
 			return storageErr("import", err)
+		} else if errors.As(err, &de) {
+			return err
 		}
 		return x.readErr(err)
 	}
@@ -477,6 +489,35 @@ func (x *extractor) checkQuota() error {
 		}
 	}
 	return nil
+}
+
+// copy unpacks one entry's bytes, checking the ratio of unpacked to
+// compressed bytes as it goes, so a decompression bomb is stopped within a
+// few megabytes of crossing it rather than after filling the disk.
+func (x *extractor) copy(f io.Writer, tr io.Reader, size int64) (int64, error) {
+	var done int64
+	for done < size {
+		n, err := io.CopyN(f, tr, min(size-done, 1<<20))
+		done += n
+		if err != nil {
+			return done, err
+		}
+		if err := x.checkRatio(x.bytes + done); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// checkRatio refuses an archive whose unpacked bytes exceed the ratio
+// limit times the compressed bytes read so far. The count read includes
+// what the reader buffered ahead, so the ratio is never overstated.
+func (x *extractor) checkRatio(unpacked int64) error {
+	ratio := x.s.opts.MaxImportRatio
+	if unpacked <= ratioFloor || unpacked <= ratio*x.body.n {
+		return nil
+	}
+	return desk.Errorf(desk.ETOOLARGE, "the archive unpacks to more than %d times its compressed size (%d bytes from %d); a decompression bomb is refused (the operator can raise DESK_IMPORT_MAX_RATIO)", ratio, unpacked, x.body.n)
 }
 
 func (x *extractor) diskErr(name string, err error) error {
@@ -522,6 +563,13 @@ func checkRow(table string, row desk.Row, ws string, n int) error {
 			if !safeRel(s) {
 				return desk.Errorf(desk.EINVALID, "row %d of %s: %s=%q is not a clean relative path", n, table, k, s)
 			}
+			// The files were unpacked under their normalized names; the
+			// rows follow them.
+			c, err := fsjail.CheckPathNames(s)
+			if err != nil {
+				return desk.Errorf(desk.EINVALID, "row %d of %s: %s: %s", n, table, k, desk.ErrorMessage(err))
+			}
+			row[k] = c
 		}
 	}
 	return nil

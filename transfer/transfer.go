@@ -13,8 +13,9 @@
 // anything behind when an import is refused (it extracts into a staging
 // directory beside the workspaces, inserts every row in one transaction, and
 // only then keeps the tree). An archive is untrusted input: absolute paths,
-// "..", links leading out, device files, rows of another workspace and
-// archives over the size limit are refused.
+// "..", links leading out, device files, rows of another workspace,
+// archives over the size limit or that unpack to more than the ratio limit
+// (a decompression bomb), and settings PATCH would refuse are refused.
 package transfer
 
 import (
@@ -89,11 +90,25 @@ type Manifest struct {
 // DefaultMaxImportBytes bounds imports when no limit is configured.
 const DefaultMaxImportBytes = 64 << 30
 
+// DefaultMaxImportRatio bounds how many times its compressed size an
+// archive may unpack to: real exports compress a few times, a
+// decompression bomb a thousand. Archives that unpack to no more than
+// ratioFloor are not held to it, since tiny archives of empty files
+// compress far better than real data.
+const DefaultMaxImportRatio = 100
+
+// ratioFloor is the unpacked size below which the ratio is not checked.
+const ratioFloor = 16 << 20
+
 // Options configures the transfer service.
 type Options struct {
 	// MaxImportBytes bounds both the compressed body of an import and the
 	// bytes it unpacks; 0 means DefaultMaxImportBytes.
 	MaxImportBytes int64
+	// MaxImportRatio bounds unpacked bytes to this many times the
+	// compressed bytes read (DESK_IMPORT_MAX_RATIO); 0 means
+	// DefaultMaxImportRatio.
+	MaxImportRatio int64
 	// ActorQuotaBytes is the file quota of each actor (files.Options):
 	// an import whose actor area is larger is refused. 0 means none.
 	ActorQuotaBytes int64
@@ -116,6 +131,9 @@ var _ desk.TransferService = (*Service)(nil)
 func New(store desk.Store, home layout.Home, workspaces desk.WorkspaceService, opts Options) *Service {
 	if opts.MaxImportBytes <= 0 {
 		opts.MaxImportBytes = DefaultMaxImportBytes
+	}
+	if opts.MaxImportRatio <= 0 {
+		opts.MaxImportRatio = DefaultMaxImportRatio
 	}
 	if opts.Level <= 0 || opts.Level > 9 {
 		opts.Level = 6

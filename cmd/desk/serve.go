@@ -21,7 +21,7 @@ import (
 
 func serveCmd(g *globals) *cobra.Command {
 	var addr, pg string
-	var maxArtifact, actorQuota, importMax int64
+	var maxArtifact, actorQuota, importMax, importRatio int64
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the desk server in the foreground",
@@ -44,7 +44,7 @@ search tool at a SearXNG instance.`,
 			for _, lim := range []struct {
 				v   *int64
 				env string
-			}{{&maxArtifact, "DESK_MAX_ARTIFACT_BYTES"}, {&actorQuota, "DESK_ACTOR_QUOTA_BYTES"}, {&importMax, "DESK_IMPORT_MAX_BYTES"}} {
+			}{{&maxArtifact, "DESK_MAX_ARTIFACT_BYTES"}, {&actorQuota, "DESK_ACTOR_QUOTA_BYTES"}, {&importMax, "DESK_IMPORT_MAX_BYTES"}, {&importRatio, "DESK_IMPORT_MAX_RATIO"}} {
 				if *lim.v != 0 {
 					continue
 				}
@@ -66,7 +66,7 @@ search tool at a SearXNG instance.`,
 			defer stop()
 			a, err := app.Open(ctx, app.Config{
 				Home: home, Postgres: pg, AdminToken: os.Getenv("DESK_ADMIN_TOKEN"),
-				MaxArtifactBytes: maxArtifact, ActorQuotaBytes: actorQuota, ImportMaxBytes: importMax, ArchiveTZ: os.Getenv("DESK_ARCHIVE_TZ"),
+				MaxArtifactBytes: maxArtifact, ActorQuotaBytes: actorQuota, ImportMaxBytes: importMax, ImportMaxRatio: importRatio, ArchiveTZ: os.Getenv("DESK_ARCHIVE_TZ"),
 				SQLiteSynchronous: os.Getenv("DESK_SQLITE_SYNCHRONOUS"), Logger: log, Version: buildVersion(),
 				Model: os.Getenv("DESK_MODEL"), Agent: ao,
 			})
@@ -105,6 +105,7 @@ search tool at a SearXNG instance.`,
 	cmd.Flags().Int64Var(&maxArtifact, "max-artifact-bytes", 0, "refuse artifacts larger than this (env DESK_MAX_ARTIFACT_BYTES; 0 = no limit)")
 	cmd.Flags().Int64Var(&actorQuota, "actor-quota-bytes", 0, "bound each actor's file area (env DESK_ACTOR_QUOTA_BYTES; 0 = unlimited)")
 	cmd.Flags().Int64Var(&importMax, "import-max-bytes", 0, "refuse workspace imports larger than this, compressed or unpacked (env DESK_IMPORT_MAX_BYTES; 0 = 64 GiB)")
+	cmd.Flags().Int64Var(&importRatio, "import-max-ratio", 0, "refuse workspace imports that unpack to more than this many times their compressed size (env DESK_IMPORT_MAX_RATIO; 0 = 100)")
 	return cmd
 }
 
