@@ -21,6 +21,7 @@ import (
 
 func serveCmd(g *globals) *cobra.Command {
 	var addr, pg string
+	var bodyIdle time.Duration
 	var maxArtifact, actorQuota, importMax, importRatio int64
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -56,6 +57,15 @@ search tool at a SearXNG instance.`,
 					*lim.v = n
 				}
 			}
+			if bodyIdle == 0 {
+				if v := os.Getenv("DESK_BODY_IDLE_TIMEOUT"); v != "" {
+					d, err := time.ParseDuration(v)
+					if err != nil || d <= 0 {
+						return &usageError{fmt.Errorf("DESK_BODY_IDLE_TIMEOUT=%q must be a positive duration such as 30s", v)}
+					}
+					bodyIdle = d
+				}
+			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
 			ao, err := agentOptions()
 			if err != nil {
@@ -66,7 +76,7 @@ search tool at a SearXNG instance.`,
 			defer stop()
 			a, err := app.Open(ctx, app.Config{
 				Home: home, Postgres: pg, AdminToken: os.Getenv("DESK_ADMIN_TOKEN"),
-				MaxArtifactBytes: maxArtifact, ActorQuotaBytes: actorQuota, ImportMaxBytes: importMax, ImportMaxRatio: importRatio, ArchiveTZ: os.Getenv("DESK_ARCHIVE_TZ"),
+				MaxArtifactBytes: maxArtifact, ActorQuotaBytes: actorQuota, ImportMaxBytes: importMax, ImportMaxRatio: importRatio, BodyIdleTimeout: bodyIdle, ArchiveTZ: os.Getenv("DESK_ARCHIVE_TZ"),
 				SQLiteSynchronous: os.Getenv("DESK_SQLITE_SYNCHRONOUS"), Logger: log, Version: buildVersion(),
 				Model: os.Getenv("DESK_MODEL"), Agent: ao,
 			})
@@ -105,6 +115,7 @@ search tool at a SearXNG instance.`,
 	cmd.Flags().Int64Var(&maxArtifact, "max-artifact-bytes", 0, "refuse artifacts larger than this (env DESK_MAX_ARTIFACT_BYTES; 0 = no limit)")
 	cmd.Flags().Int64Var(&actorQuota, "actor-quota-bytes", 0, "bound each actor's file area (env DESK_ACTOR_QUOTA_BYTES; 0 = unlimited)")
 	cmd.Flags().Int64Var(&importMax, "import-max-bytes", 0, "refuse workspace imports larger than this, compressed or unpacked (env DESK_IMPORT_MAX_BYTES; 0 = 64 GiB)")
+	cmd.Flags().DurationVar(&bodyIdle, "body-idle-timeout", 0, "cut off a request body that brings less than 64 KiB in this long (env DESK_BODY_IDLE_TIMEOUT; 0 = 30s)")
 	cmd.Flags().Int64Var(&importRatio, "import-max-ratio", 0, "refuse workspace imports that unpack to more than this many times their compressed size (env DESK_IMPORT_MAX_RATIO; 0 = 100)")
 	return cmd
 }
