@@ -51,7 +51,8 @@ func testHostPaths(t *testing.T, s desk.Store) {
 	if len(got.HostPaths) != 0 || got.PrimaryRoot != "" {
 		t.Fatalf("a new workspace has host paths %v, primary root %q", got.HostPaths, got.PrimaryRoot)
 	}
-	hp := []desk.HostPath{{Path: "/srv/data", Mode: desk.HostPathRO}, {Path: "/home/me/proj", Mode: desk.HostPathRW}}
+	// The identity recorded at declaration round-trips (hostpath.Check sets it; fsjail checks it at every use).
+	hp := []desk.HostPath{{Path: "/srv/data", Mode: desk.HostPathRO, Dev: 2049, Ino: 131}, {Path: "/home/me/proj", Mode: desk.HostPathRW}}
 	up, err := s.UpdateWorkspacePaths(ctx, w.ID, hp, "/home/me/proj")
 	must(t, err)
 	if !reflect.DeepEqual(up.HostPaths, hp) || up.PrimaryRoot != "/home/me/proj" {
