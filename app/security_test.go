@@ -274,11 +274,11 @@ func TestHostPathSystemTrees(t *testing.T) {
 	}
 }
 
-// TestBlockReleaseAndTakeoverAreUserSide: an agent actor's token cannot
-// release an admission block or approve a row held for takeover, not even
-// in its own session, and another actor's token cannot reach them at all;
-// the admin token and the session's own human actor can.
-func TestBlockReleaseAndTakeoverAreUserSide(t *testing.T) {
+// TestBlockReleaseIsUserSide: an agent actor's token cannot release an
+// admission block, not even in its own session, and another actor's token
+// cannot reach one at all; the admin token and the session's own human
+// actor can.
+func TestBlockReleaseIsUserSide(t *testing.T) {
 	w := newExecWorld(t, func(c *app.Config) { c.Execution.TakeoverIdle = time.Hour })
 	var bot struct {
 		Actor desk.Actor
@@ -347,10 +347,26 @@ func TestBlockReleaseAndTakeoverAreUserSide(t *testing.T) {
 		t.Fatalf("the session's own human releases = %d %s", r.Status, r.Body)
 	}
 	w.Must(200, "POST", "/v1/sessions/"+bs.ID+"/blocks/"+bb.ID+"/release", nil, nil)
-	w.Must(200, "POST", "/v1/sessions/"+bs.ID+"/queue/resume", map[string]string{}, nil)
+}
 
-	// Takeover: with a composer attached, the agent's row waits for the
-	// user side's approval.
+// TestTakeoverApprovalIsUserSide: with a composer attached, an agent's row
+// waits for the user side's approval; the agent's own token cannot give
+// it, another actor's cannot reach it, the admin token can.
+func TestTakeoverApprovalIsUserSide(t *testing.T) {
+	w := newExecWorld(t, func(c *app.Config) { c.Execution.TakeoverIdle = time.Hour })
+	var bot, human struct {
+		Actor desk.Actor
+		Token string
+	}
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/actors", map[string]string{"name": "bot", "kind": "agent"}, &bot)
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/actors", map[string]string{"name": "alice", "kind": "human"}, &human)
+	aliceTok := human.Token
+	var bs desk.Session
+	r := w.Req("POST", "/v1/workspaces/"+w.ws.ID+"/sessions", bot.Token, map[string]string{})
+	if r.Status != 201 {
+		t.Fatalf("create session = %d %s", r.Status, r.Body)
+	}
+	r.Decode(t, &bs)
 	w.Must(200, "POST", "/v1/sessions/"+bs.ID+"/surfaces/"+bs.SurfaceID+"/attach", nil, nil)
 	w.submit(bs.ID, "reply keep busy")
 	var held desk.SubmitResult
