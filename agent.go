@@ -177,6 +177,15 @@ func CheckApprovalMode(mode string) error {
 	return Errorf(EINVALID, "approval_mode %q must be user, auto-review or full-access", mode)
 }
 
+// CheckTokenBudget refuses a negative token budget (0 is none). PATCH of
+// the agent settings and an import both call it.
+func CheckTokenBudget(n int64) error {
+	if n < 0 {
+		return Errorf(EINVALID, "token_budget %d must not be negative (0 or null for no budget)", n)
+	}
+	return nil
+}
+
 // AgentSettings are a workspace's settings for its agents.
 type AgentSettings struct {
 	ApprovalMode string `json:"approval_mode"`

@@ -135,6 +135,8 @@ func TestImportValidatesSettings(t *testing.T) {
 		"quota of an actor area":  {row: map[string]any{}, want: 413},
 		"host paths not a list":   {row: map[string]any{"host_paths": `{"path":"/x"}`}, want: 400},
 		"blocking input a number": {row: map[string]any{"blocking_input": 1}, want: 400},
+		"token budget negative":   {row: map[string]any{"token_budget": -5}, patch: agentRoute, body: map[string]any{"token_budget": -5}, want: 400},
+		"token budget a string":   {row: map[string]any{"token_budget": "lots"}, want: 400},
 	} {
 		t.Run(name, func(t *testing.T) {
 			edited := editWorkspaceRow(t, exported, func(row map[string]any) {

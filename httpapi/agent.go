@@ -358,10 +358,7 @@ func tokenBudget(raw json.RawMessage) (int64, error) {
 	if err := json.Unmarshal(raw, &n); err != nil {
 		return 0, desk.Errorf(desk.EINVALID, "token_budget %s must be a whole number of tokens (0 or null for no budget)", raw)
 	}
-	if n < 0 {
-		return 0, desk.Errorf(desk.EINVALID, "token_budget %d must not be negative (0 or null for no budget)", n)
-	}
-	return n, nil
+	return n, desk.CheckTokenBudget(n) // the one check an import makes too
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) error {

@@ -15,7 +15,8 @@ import (
 
 // settings is what an import takes from the archive's workspaces row that
 // PATCH would otherwise decide: the host paths and primary root (PATCH
-// /workspaces/{ws}) and the agent settings (PATCH …/agent/settings). They
+// /workspaces/{ws}) and the agent settings, token budget included (PATCH
+// /workspaces/{ws}/agent). They
 // are checked by the same validators as those routes, so an archive cannot
 // declare what a request could not (desk's home as a host path, say), and
 // the refusal carries the same message.
@@ -113,6 +114,20 @@ func checkWorkspaceRow(home string, row desk.Row) (*settings, error) {
 	if st.agent.BlockingInput, err = flag("blocking_input"); err != nil {
 		return nil, err
 	}
+	switch v := row["token_budget"].(type) {
+	case nil:
+	case json.Number:
+		n, err := v.Int64()
+		if err != nil {
+			return nil, desk.Errorf(desk.EINVALID, "token_budget %s must be a whole number of tokens (0 or null for no budget)", v)
+		}
+		if err := desk.CheckTokenBudget(n); err != nil {
+			return nil, err
+		}
+		st.agent.TokenBudget = n
+	default:
+		return nil, desk.Errorf(desk.EINVALID, "token_budget %v must be a whole number of tokens (0 or null for no budget)", v)
+	}
 	return st, nil
 }
 
@@ -123,6 +138,9 @@ func (st *settings) apply(row desk.Row) {
 	row["approval_mode"] = st.agent.ApprovalMode
 	row["network"] = st.agent.Network
 	row["blocking_input"] = st.agent.BlockingInput
+	if _, ok := row["token_budget"]; ok {
+		row["token_budget"] = json.Number(fmt.Sprint(st.agent.TokenBudget))
+	}
 }
 
 // encodeHostPaths is the stores' encoding of host paths (json.Marshal of
