@@ -76,6 +76,19 @@ type Command struct {
 	Artifacts []string        `json:"artifacts,omitempty"`
 	Error     string          `json:"error,omitempty"`
 	CreatedAt time.Time       `json:"created_at"`
+	// Result is what the model was given for the call, kept when the call
+	// finishes: a turn continued after a restart gives the model the same
+	// results without running finished calls again. It is the tool
+	// message's text, so it is not repeated in the API.
+	Result *CommandResult `json:"-"`
+}
+
+// CommandResult is the tool result of a finished call.
+type CommandResult struct {
+	Text    string `json:"text"`
+	IsError bool   `json:"is_error,omitempty"`
+	// Stop ends the turn after this step (a declined plan).
+	Stop string `json:"stop,omitempty"`
 }
 
 // Approval statuses.
@@ -134,8 +147,11 @@ type InputRequest struct {
 	Blocking    bool              `json:"blocking"`
 	Status      string            `json:"status"`
 	Answers     map[string]string `json:"answers,omitempty"` // question id → answer
-	CreatedAt   time.Time         `json:"created_at"`
-	AnsweredAt  *time.Time        `json:"answered_at,omitempty"`
+	// Deadline is when a blocking request stops waiting and its defaults
+	// stand; it is kept, so a restart does not move it.
+	Deadline   *time.Time `json:"deadline,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	AnsweredAt *time.Time `json:"answered_at,omitempty"`
 }
 
 // Plan statuses.
@@ -212,6 +228,14 @@ type SessionAgent struct {
 	Focus       json.RawMessage `json:"focus,omitempty"` // {"url","title"}
 }
 
+// TitleJob is a session's pending automatic title.
+type TitleJob struct {
+	SessionID    string
+	FirstMessage string
+	Attempts     int
+	CreatedAt    time.Time
+}
+
 // AgentStore keeps transcripts, command records, approvals, input requests,
 // plans and web-item leases.
 type AgentStore interface {
@@ -238,6 +262,8 @@ type AgentStore interface {
 	CreatePlan(ctx context.Context, p *Plan) error
 	DecidePlan(ctx context.Context, id, status, notes string, at time.Time) (*Plan, error)
 	GetPlan(ctx context.Context, id string) (*Plan, error)
+	// ListPlans lists an execution's plan cards, oldest first.
+	ListPlans(ctx context.Context, executionID string) ([]*Plan, error)
 
 	LeaseItem(ctx context.Context, itemID, executionID string) error
 	HasLease(ctx context.Context, itemID, executionID string) (bool, error)
@@ -249,6 +275,13 @@ type AgentStore interface {
 	NextScriptStep(ctx context.Context, sessionID string) (int, error)
 	// SetAutoTitle sets the title only while the session is auto-titled.
 	SetAutoTitle(ctx context.Context, sessionID, title string) (bool, error)
+
+	// A title job lives from a session's first message until its title is
+	// set. BeginTitleJob records a try (a new job, or the retry of one
+	// whose desk died) and returns the tries begun so far.
+	BeginTitleJob(ctx context.Context, sessionID, firstMessage string, at time.Time) (int, error)
+	ListTitleJobs(ctx context.Context) ([]*TitleJob, error)
+	EndTitleJob(ctx context.Context, sessionID string) error
 
 	GetAgentSettings(ctx context.Context, workspaceID string) (*AgentSettings, error)
 	SetAgentSettings(ctx context.Context, workspaceID string, s *AgentSettings) error

@@ -104,6 +104,12 @@ type ExecutionStore interface {
 	ExtendLeases(ctx context.Context, owner string, until time.Time) error
 	// MarkRunning moves a starting execution of owner to running.
 	MarkRunning(ctx context.Context, executionID, owner string, at time.Time) (*Execution, error)
+	// AdoptExecution hands a running execution of a dead owner, and its
+	// queue row's claim, to owner: the turn was waiting on a person when
+	// its process died and continues in this one. It is ECONFLICT when the
+	// execution is no longer running or no longer from's (another process
+	// adopted or settled it first).
+	AdoptExecution(ctx context.Context, executionID, from, owner string, now, leaseUntil time.Time) (*Execution, error)
 	// RequestStop moves an active execution to stopping (once) and, when
 	// cooldownUntil is set, creates a user-cooldown block on its surface.
 	// A finished execution is returned unchanged.

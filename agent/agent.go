@@ -231,25 +231,43 @@ func (a *Agent) Execute(ctx context.Context, t *execution.Turn) (*execution.Outc
 	tr.env = &tools.Env{Store: a.store, Home: a.home, Workspace: w, Session: x, Execution: t.Execution, Settings: settings,
 		View: view, Jail: jail, Artifacts: a.artifacts, Paths: a.paths, Selection: a.selection, Sandbox: a.opts.Sandbox,
 		HTTP: a.opts.HTTP, Search: a.opts.Search, Emit: t.Emit, Ask: tr.ask, Propose: tr.propose}
-	defer tr.release()
 	a.turns.Store(t.Execution.ID, tr)
 	defer a.turns.Delete(t.Execution.ID)
+	out, err := a.run(tr)
+	// A suspended turn keeps what it holds for the process that continues it.
+	if !errors.Is(err, execution.ErrSuspended) {
+		tr.release()
+	}
+	return out, err
+}
+
+// run starts the turn, or continues one a dead desk process left waiting
+// on a person.
+func (a *Agent) run(tr *turn) (*execution.Outcome, error) {
+	t, x := tr.t, tr.x
 	if err := t.Started(); err != nil {
 		return nil, err
 	}
 	text := t.Item.Text
 	tr.forced = strings.HasPrefix(strings.TrimSpace(text), "/plan")
 	tr.env.ForcePlan = tr.forced
+	if t.Resumed {
+		return tr.resume()
+	}
 	user := &desk.Message{ID: desk.NewID("msg"), SessionID: x.ID, SurfaceID: t.Execution.SurfaceID, ExecutionID: t.Execution.ID,
 		Role: desk.RoleUser, Text: text, CreatedAt: desk.Now()}
-	if err := a.store.AppendMessage(ctx, user); err != nil {
+	if err := a.store.AppendMessage(tr.ctx, user); err != nil {
 		return nil, err
 	}
 	if user.Seq == 1 && t.Execution.SurfaceID == x.SurfaceID {
-		a.startTitle(x, text, prov, spec)
+		a.startTitle(x, text, tr.prov, tr.spec)
 	}
-	return tr.loop()
+	return tr.loop(0)
 }
+
+// closing reports whether desk is shutting down under the turn: a wait
+// on a person then suspends instead of being withdrawn.
+func (tr *turn) closing() bool { return tr.t.Closing != nil && tr.t.Closing() }
 
 // release frees what the turn held: its leases (items only it kept alive
 // are collected now, S-O).
@@ -271,10 +289,10 @@ func (tr *turn) release() {
 	}
 }
 
-// loop runs model steps until the model stops calling tools.
-func (tr *turn) loop() (*execution.Outcome, error) {
-	var last string
-	for step := 0; ; step++ {
+// loop runs model steps until the model stops calling tools; step is the
+// number of steps the turn already took.
+func (tr *turn) loop(step int) (*execution.Outcome, error) {
+	for ; ; step++ {
 		if step >= tr.a.opts.MaxSteps {
 			return nil, fmt.Errorf("the turn reached the limit of %d model steps and the model still asked for tools; nothing was cut short silently — raise the limit or ask for less per message", tr.a.opts.MaxSteps)
 		}
@@ -301,11 +319,13 @@ func (tr *turn) loop() (*execution.Outcome, error) {
 		if err := tr.recordUsage(resp); err != nil {
 			return nil, err
 		}
-		last = resp.Text
 		calls := make([]desk.MessageCall, 0, len(resp.ToolCalls))
 		for _, c := range resp.ToolCalls {
 			calls = append(calls, desk.MessageCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
+		// The step is durable before any of its calls runs: a turn that
+		// waits in one of them continues from here after a restart,
+		// without asking the model again.
 		msg := &desk.Message{ID: desk.NewID("msg"), SessionID: tr.x.ID, SurfaceID: tr.t.Execution.SurfaceID, ExecutionID: tr.t.Execution.ID,
 			Role: desk.RoleAssistant, Text: resp.Text, ToolCalls: calls, CreatedAt: desk.Now()}
 		if err := tr.a.store.AppendMessage(tr.ctx, msg); err != nil {
@@ -315,40 +335,58 @@ func (tr *turn) loop() (*execution.Outcome, error) {
 		if len(calls) == 0 {
 			return &execution.Outcome{Reply: resp.Text}, nil
 		}
-		results, stop, err := tr.runCalls(calls)
-		if err != nil {
-			return nil, err
-		}
-		for i, r := range results {
-			tm := &desk.Message{ID: desk.NewID("msg"), SessionID: tr.x.ID, SurfaceID: tr.t.Execution.SurfaceID, ExecutionID: tr.t.Execution.ID,
-				Role: desk.RoleTool, Text: r.JSON(), ToolCallID: calls[i].ID, ToolName: calls[i].Name, IsError: r.Code != "", CreatedAt: desk.Now()}
-			if err := tr.a.store.AppendMessage(tr.ctx, tm); err != nil {
-				return nil, err
-			}
-		}
-		if stop != "" {
-			reply := strings.TrimSpace(last + "\n\n(" + stop + ")")
-			return &execution.Outcome{Reply: reply}, nil
+		if out, err := tr.step(msg, nil); out != nil || err != nil {
+			return out, err
 		}
 	}
+}
+
+// step runs the tool calls of the assistant message msg and appends their
+// results; cmds are the calls' records when the step resumes after a
+// restart (nil for a new step). It returns an outcome when the turn ends
+// after this step.
+func (tr *turn) step(msg *desk.Message, cmds []*desk.Command) (*execution.Outcome, error) {
+	calls := msg.ToolCalls
+	results, stop, err := tr.runCalls(calls, cmds)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range results {
+		tm := &desk.Message{ID: desk.NewID("msg"), SessionID: tr.x.ID, SurfaceID: tr.t.Execution.SurfaceID, ExecutionID: tr.t.Execution.ID,
+			Role: desk.RoleTool, Text: r.Text, ToolCallID: calls[i].ID, ToolName: calls[i].Name, IsError: r.IsError, CreatedAt: desk.Now()}
+		if err := tr.a.store.AppendMessage(tr.ctx, tm); err != nil {
+			return nil, err
+		}
+	}
+	if stop != "" {
+		return &execution.Outcome{Reply: strings.TrimSpace(msg.Text + "\n\n(" + stop + ")")}, nil
+	}
+	return nil, nil
 }
 
 // runCalls runs one step's tool calls side by side and returns their
 // results in call order. Every call gets its command record (requested)
 // before any of them runs, so a call that waits shows as soon as the step
-// is known.
-func (tr *turn) runCalls(calls []desk.MessageCall) ([]*tools.Result, string, error) {
+// is known. A resumed step passes the records it has: a call whose record
+// holds its result is not run again.
+func (tr *turn) runCalls(calls []desk.MessageCall, cmds []*desk.Command) ([]*desk.CommandResult, string, error) {
 	exe := tr.t.Execution
-	cmds := make([]*desk.Command, len(calls))
-	for i, c := range calls {
-		cmds[i] = &desk.Command{ID: desk.NewID("cmd"), ExecutionID: exe.ID, SessionID: tr.x.ID, SurfaceID: exe.SurfaceID, CallID: c.ID,
-			Tool: c.Name, Arguments: normJSON(c.Arguments), Status: desk.CommandRequested, CreatedAt: desk.Now()}
-		if err := tr.a.store.CreateCommand(tr.ctx, cmds[i]); err != nil {
-			return nil, "", err
+	if cmds == nil {
+		cmds = make([]*desk.Command, len(calls))
+		for i, c := range calls {
+			cmds[i] = &desk.Command{ID: desk.NewID("cmd"), ExecutionID: exe.ID, SessionID: tr.x.ID, SurfaceID: exe.SurfaceID, CallID: c.ID,
+				Tool: c.Name, Arguments: normJSON(c.Arguments), Status: desk.CommandRequested, CreatedAt: desk.Now()}
+			if err := tr.a.store.CreateCommand(tr.ctx, cmds[i]); err != nil {
+				return nil, "", err
+			}
 		}
 	}
-	results := make([]*tools.Result, len(calls))
+	results := make([]*desk.CommandResult, len(calls))
 	errs := make([]error, len(calls))
+	for i, cmd := range cmds {
+		results[i] = cmd.Result
+	}
+	run := func(i int) { results[i], errs[i] = tr.runCall(cmds[i], calls[i]) }
 	// A plan card comes first when /plan asked for one: other calls of the
 	// same step wait for its decision (and are refused without one).
 	var wg sync.WaitGroup
@@ -357,52 +395,71 @@ func (tr *turn) runCalls(calls []desk.MessageCall) ([]*tools.Result, string, err
 		for i, c := range calls {
 			if c.Name == "clarify" {
 				first[i] = true
-				wg.Go(func() { results[i], errs[i] = tr.runCall(cmds[i], c) })
+				if results[i] == nil {
+					wg.Go(func() { run(i) })
+				}
 			}
 		}
 		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				// The calls that waited never run.
-				for i, cmd := range cmds {
-					if !first[i] {
-						t := desk.Now()
-						cmd.Status, cmd.FinishedAt = desk.CommandCancelled, &t
-						if uerr := tr.a.store.UpdateCommand(context.Background(), cmd); uerr != nil {
-							tr.a.log.Error("cancel command", "err", uerr, "command_id", cmd.ID)
-						}
+		if err := firstErr(errs); err != nil {
+			if errors.Is(err, execution.ErrSuspended) {
+				return nil, "", err // the others wait with the plan
+			}
+			// The calls that waited never run.
+			for i, cmd := range cmds {
+				if !first[i] && results[i] == nil {
+					t := desk.Now()
+					cmd.Status, cmd.FinishedAt = desk.CommandCancelled, &t
+					if uerr := tr.a.store.UpdateCommand(context.Background(), cmd); uerr != nil {
+						tr.a.log.Error("cancel command", "err", uerr, "command_id", cmd.ID)
 					}
 				}
-				return nil, "", err
 			}
+			return nil, "", err
 		}
 	}
-	for i, c := range calls {
-		if !first[i] {
-			wg.Go(func() { results[i], errs[i] = tr.runCall(cmds[i], c) })
+	for i := range calls {
+		if !first[i] && results[i] == nil {
+			wg.Go(func() { run(i) })
 		}
 	}
 	wg.Wait()
+	if err := firstErr(errs); err != nil {
+		return nil, "", err
+	}
 	stop := ""
-	for i, err := range errs {
-		if err != nil {
-			return nil, "", err
-		}
-		if results[i].Stop != "" {
-			stop = results[i].Stop
+	for _, r := range results {
+		if r.Stop != "" {
+			stop = r.Stop
 		}
 	}
 	return results, stop, nil
 }
 
+// firstErr is the error a step ends with: a suspension wins (the waits are
+// kept for the next process), else the first error in call order.
+func firstErr(errs []error) error {
+	var first error
+	for _, err := range errs {
+		if errors.Is(err, execution.ErrSuspended) {
+			return err
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // maxOutput bounds a command record's output.
 const maxOutput = 64 << 10
 
-// runCall runs one tool call whose record cmd is requested.
-func (tr *turn) runCall(cmd *desk.Command, c desk.MessageCall) (*tools.Result, error) {
+// runCall runs one tool call whose record cmd is requested (or, in a
+// resumed step, waiting).
+func (tr *turn) runCall(cmd *desk.Command, c desk.MessageCall) (*desk.CommandResult, error) {
 	ctx := tr.ctx
 	exe := tr.t.Execution
-	finish := func(r *tools.Result, status string) (*tools.Result, error) {
+	finish := func(r *tools.Result, status string) (*desk.CommandResult, error) {
 		t := desk.Now()
 		cmd.FinishedAt, cmd.Status = &t, status
 		if r != nil {
@@ -414,11 +471,12 @@ func (tr *turn) runCall(cmd *desk.Command, c desk.MessageCall) (*tools.Result, e
 			if r.Code != "" {
 				cmd.Error = r.Code + ": " + r.Message
 			}
+			cmd.Result = &desk.CommandResult{Text: r.JSON(), IsError: r.Code != "", Stop: r.Stop}
 		}
 		if err := tr.a.store.UpdateCommand(context.Background(), cmd); err != nil {
 			return nil, err
 		}
-		return r, nil
+		return cmd.Result, nil
 	}
 	tool := tools.ByName(c.Name)
 	if tool == nil {
@@ -436,7 +494,7 @@ func (tr *turn) runCall(cmd *desk.Command, c desk.MessageCall) (*tools.Result, e
 	if gated, summary := tool.Gate(tr.env, c.Arguments); gated {
 		ok, why, err := tr.gate(cmd, summary)
 		if err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil && !errors.Is(err, execution.ErrSuspended) {
 				finish(nil, desk.CommandCancelled)
 			}
 			return nil, err
@@ -458,6 +516,11 @@ func (tr *turn) runCall(cmd *desk.Command, c desk.MessageCall) (*tools.Result, e
 	res, err := tool.Run(cctx, tr.env, &tools.Call{CommandID: cmd.ID, Args: c.Arguments, Output: func(_ string, chunk []byte) { out.add(string(chunk)) }})
 	out.flush()
 	if err != nil {
+		if errors.Is(err, execution.ErrSuspended) {
+			// The call waits on a person (a question, a plan): its record
+			// and its request stay as they are for the next process.
+			return nil, err
+		}
 		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 			finish(nil, desk.CommandCancelled)
 			return nil, err

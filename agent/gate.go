@@ -11,6 +11,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent/provider"
 	"github.com/desk-runtime/desk/archive"
+	"github.com/desk-runtime/desk/execution"
 )
 
 // Decisions (approvals, input answers, plan decisions) are rows in the
@@ -25,13 +26,14 @@ func (a *Agent) wake(id string) {
 	}
 }
 
-// waitFor polls until done reports true, ctx ends, or timeout (0: never).
-func (a *Agent) waitFor(ctx context.Context, id string, timeout time.Duration, done func() (bool, error)) (bool, error) {
-	var deadline <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
+// waitFor polls until done reports true, ctx ends, or the deadline passes
+// (zero: never). It reports whether done did.
+func (a *Agent) waitFor(ctx context.Context, id string, deadline time.Time, done func() (bool, error)) (bool, error) {
+	var expire <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
 		defer t.Stop()
-		deadline = t.C
+		expire = t.C
 	}
 	for {
 		ch := make(chan struct{})
@@ -44,7 +46,7 @@ func (a *Agent) waitFor(ctx context.Context, id string, timeout time.Duration, d
 		select {
 		case <-ch:
 		case <-time.After(decisionPoll):
-		case <-deadline:
+		case <-expire:
 			a.waiters.Delete(id)
 			return false, nil
 		case <-ctx.Done():
@@ -52,6 +54,16 @@ func (a *Agent) waitFor(ctx context.Context, id string, timeout time.Duration, d
 			return false, ctx.Err()
 		}
 	}
+}
+
+// interrupted is the error a wait on a person ends with when its turn
+// stops: a suspension when desk is shutting down (the wait is kept for the
+// next process), else the context's error (the caller withdraws the wait).
+func (tr *turn) interrupted(err error) (error, bool) {
+	if tr.closing() {
+		return execution.ErrSuspended, true
+	}
+	return err, false
 }
 
 // gate decides whether a gated call may start, by the workspace's approval
@@ -62,6 +74,16 @@ func (tr *turn) gate(cmd *desk.Command, summary string) (bool, string, error) {
 	case desk.ApprovalModeFullAccess:
 		return true, "", nil
 	case desk.ApprovalModeAutoReview:
+		if tr.t.Resumed {
+			// A decision taken before the restart stands.
+			if aps, err := tr.a.store.ListApprovals(tr.ctx, tr.x.ID, false); err == nil {
+				for _, ap := range aps {
+					if ap.CommandID == cmd.ID && ap.DecidedBy == "auto-review" {
+						return ap.Status == desk.ApprovalApproved, ap.Reason, nil
+					}
+				}
+			}
+		}
 		ok, reason := tr.review(cmd.Tool, summary)
 		now := desk.Now()
 		status := desk.ApprovalApproved
@@ -77,20 +99,12 @@ func (tr *turn) gate(cmd *desk.Command, summary string) (bool, string, error) {
 		tr.a.archive(tr.x.WorkspaceID, &archive.ApprovalResolved{Envelope: tr.envelope(), ApprovalID: ap.ID, Decision: decisionWord(status), Reason: reason})
 		return ok, reason, nil
 	}
-	ap := &desk.Approval{ID: desk.NewID("apr"), SessionID: tr.x.ID, ExecutionID: tr.t.Execution.ID, CommandID: cmd.ID, Tool: cmd.Tool,
-		Summary: summary, Status: desk.ApprovalPending, CreatedAt: desk.Now()}
-	// The request exists before the command says it waits, so whoever
-	// sees a waiting command finds what it waits for.
-	if err := tr.a.store.CreateApproval(tr.ctx, ap); err != nil {
+	ap, err := tr.pendingApproval(cmd, summary)
+	if err != nil {
 		return false, "", err
 	}
-	cmd.Status = desk.CommandWaiting
-	if err := tr.a.store.UpdateCommand(tr.ctx, cmd); err != nil {
-		return false, "", err
-	}
-	tr.a.archive(tr.x.WorkspaceID, &archive.ApprovalRequested{Envelope: tr.envelope(), ApprovalID: ap.ID, Tool: ap.Tool, Summary: summary})
 	var got *desk.Approval
-	_, err := tr.a.waitFor(tr.ctx, ap.ID, 0, func() (bool, error) {
+	_, err = tr.a.waitFor(tr.ctx, ap.ID, time.Time{}, func() (bool, error) {
 		cur, err := tr.a.store.GetApproval(context.Background(), ap.ID)
 		if err != nil {
 			return false, err
@@ -99,6 +113,9 @@ func (tr *turn) gate(cmd *desk.Command, summary string) (bool, string, error) {
 		return cur.Status != desk.ApprovalPending, nil
 	})
 	if err != nil {
+		if err, kept := tr.interrupted(err); kept {
+			return false, "", err
+		}
 		// Interrupted while waiting: the request is withdrawn.
 		if _, derr := tr.a.store.DecideApproval(context.Background(), ap.ID, desk.ApprovalCancelled, "system", "the turn was interrupted", desk.Now()); derr == nil {
 			tr.a.archive(tr.x.WorkspaceID, &archive.ApprovalResolved{Envelope: tr.envelope(), ApprovalID: ap.ID, Decision: "cancelled", Reason: "the turn was interrupted"})
@@ -110,6 +127,42 @@ func (tr *turn) gate(cmd *desk.Command, summary string) (bool, string, error) {
 		why = "by " + got.DecidedBy
 	}
 	return got.Status == desk.ApprovalApproved, why, nil
+}
+
+// pendingApproval is the approval request of cmd, asked for now; a resumed
+// turn finds the one it asked for before the restart (pending, or decided
+// meanwhile) instead of asking again.
+func (tr *turn) pendingApproval(cmd *desk.Command, summary string) (*desk.Approval, error) {
+	if tr.t.Resumed {
+		aps, err := tr.a.store.ListApprovals(tr.ctx, tr.x.ID, false)
+		if err != nil {
+			return nil, err
+		}
+		for i := len(aps) - 1; i >= 0; i-- {
+			if ap := aps[i]; ap.CommandID == cmd.ID && ap.Status != desk.ApprovalCancelled {
+				if cmd.Status != desk.CommandWaiting && ap.Status == desk.ApprovalPending {
+					cmd.Status = desk.CommandWaiting
+					if err := tr.a.store.UpdateCommand(tr.ctx, cmd); err != nil {
+						return nil, err
+					}
+				}
+				return ap, nil
+			}
+		}
+	}
+	ap := &desk.Approval{ID: desk.NewID("apr"), SessionID: tr.x.ID, ExecutionID: tr.t.Execution.ID, CommandID: cmd.ID, Tool: cmd.Tool,
+		Summary: summary, Status: desk.ApprovalPending, CreatedAt: desk.Now()}
+	// The request exists before the command says it waits, so whoever
+	// sees a waiting command finds what it waits for.
+	if err := tr.a.store.CreateApproval(tr.ctx, ap); err != nil {
+		return nil, err
+	}
+	cmd.Status = desk.CommandWaiting
+	if err := tr.a.store.UpdateCommand(tr.ctx, cmd); err != nil {
+		return nil, err
+	}
+	tr.a.archive(tr.x.WorkspaceID, &archive.ApprovalRequested{Envelope: tr.envelope(), ApprovalID: ap.ID, Tool: ap.Tool, Summary: summary})
+	return ap, nil
 }
 
 func decisionWord(status string) string {
@@ -174,22 +227,20 @@ func defaults(qs []desk.InputQuestion) map[string]string {
 // once; a later answer becomes a request_user_input_answer queue row), or
 // blocking per workspace (wait up to InputWait, then the defaults).
 func (tr *turn) ask(ctx context.Context, commandID string, qs []desk.InputQuestion) (map[string]string, bool, error) {
-	r := &desk.InputRequest{ID: desk.NewID("inp"), SessionID: tr.x.ID, SurfaceID: tr.t.Execution.SurfaceID, ExecutionID: tr.t.Execution.ID,
-		CommandID: commandID, Questions: qs, Blocking: tr.settings.BlockingInput, Status: desk.InputPending, CreatedAt: desk.Now()}
-	if err := tr.a.store.CreateInputRequest(ctx, r); err != nil {
+	r, err := tr.inputRequest(ctx, commandID, qs)
+	if err != nil {
 		return nil, false, err
 	}
-	var texts []string
-	for _, q := range qs {
-		texts = append(texts, q.Question)
-	}
-	tr.a.archive(tr.x.WorkspaceID, &archive.UserInputRequested{Envelope: tr.envelope(), RequestID: r.ID, Questions: texts})
-	def := defaults(qs)
+	def := defaults(r.Questions)
 	if !r.Blocking {
 		return def, true, nil
 	}
+	var deadline time.Time
+	if r.Deadline != nil {
+		deadline = *r.Deadline
+	}
 	var got *desk.InputRequest
-	ok, err := tr.a.waitFor(ctx, r.ID, tr.a.opts.InputWait, func() (bool, error) {
+	ok, err := tr.a.waitFor(ctx, r.ID, deadline, func() (bool, error) {
 		cur, err := tr.a.store.GetInputRequest(context.Background(), r.ID)
 		if err != nil {
 			return false, err
@@ -198,11 +249,14 @@ func (tr *turn) ask(ctx context.Context, commandID string, qs []desk.InputQuesti
 		return cur.Status != desk.InputPending, nil
 	})
 	if err != nil {
+		if err, kept := tr.interrupted(err); kept {
+			return nil, false, err
+		}
 		tr.a.store.AnswerInputRequest(context.Background(), r.ID, desk.InputCancelled, nil, desk.Now())
 		return nil, false, err
 	}
 	if !ok {
-		// Five minutes without an answer: the defaults stand.
+		// The deadline passed without an answer: the defaults stand.
 		if cur, err := tr.a.store.AnswerInputRequest(context.Background(), r.ID, desk.InputDefaulted, def, desk.Now()); err == nil {
 			tr.a.archive(tr.x.WorkspaceID, &archive.UserInputSubmitted{Envelope: tr.envelope(), RequestID: r.ID, Answer: "(no answer: the defaults were used)"})
 			return cur.Answers, true, nil
@@ -215,16 +269,49 @@ func (tr *turn) ask(ctx context.Context, commandID string, qs []desk.InputQuesti
 	return def, true, nil
 }
 
+// inputRequest records the questions of the call commandID. A blocking
+// request carries its deadline (now plus InputWait), so the timeout
+// survives a restart; a resumed turn finds the request it made before the
+// restart instead of asking again.
+func (tr *turn) inputRequest(ctx context.Context, commandID string, qs []desk.InputQuestion) (*desk.InputRequest, error) {
+	if tr.t.Resumed {
+		rs, err := tr.a.store.ListInputRequests(ctx, tr.x.ID)
+		if err != nil {
+			return nil, err
+		}
+		for i := len(rs) - 1; i >= 0; i-- {
+			if r := rs[i]; r.CommandID == commandID && r.Status != desk.InputCancelled {
+				return r, nil
+			}
+		}
+	}
+	now := desk.Now()
+	r := &desk.InputRequest{ID: desk.NewID("inp"), SessionID: tr.x.ID, SurfaceID: tr.t.Execution.SurfaceID, ExecutionID: tr.t.Execution.ID,
+		CommandID: commandID, Questions: qs, Blocking: tr.settings.BlockingInput, Status: desk.InputPending, CreatedAt: now}
+	if r.Blocking {
+		d := now.Add(tr.a.opts.InputWait)
+		r.Deadline = &d
+	}
+	if err := tr.a.store.CreateInputRequest(ctx, r); err != nil {
+		return nil, err
+	}
+	var texts []string
+	for _, q := range qs {
+		texts = append(texts, q.Question)
+	}
+	tr.a.archive(tr.x.WorkspaceID, &archive.UserInputRequested{Envelope: tr.envelope(), RequestID: r.ID, Questions: texts})
+	return r, nil
+}
+
 // propose shows a plan card and waits for the decision. An approved plan
 // is pinned to the execution and re-injected before every step.
 func (tr *turn) propose(ctx context.Context, commandID string, card json.RawMessage) (string, string, error) {
-	p := &desk.Plan{ID: desk.NewID("pln"), SessionID: tr.x.ID, ExecutionID: tr.t.Execution.ID, CommandID: commandID, Card: card,
-		Status: desk.PlanProposed, CreatedAt: desk.Now()}
-	if err := tr.a.store.CreatePlan(ctx, p); err != nil {
+	p, err := tr.planCard(ctx, commandID, card)
+	if err != nil {
 		return "", "", err
 	}
 	var got *desk.Plan
-	_, err := tr.a.waitFor(ctx, p.ID, 0, func() (bool, error) {
+	_, err = tr.a.waitFor(ctx, p.ID, time.Time{}, func() (bool, error) {
 		cur, err := tr.a.store.GetPlan(context.Background(), p.ID)
 		if err != nil {
 			return false, err
@@ -233,15 +320,38 @@ func (tr *turn) propose(ctx context.Context, commandID string, card json.RawMess
 		return cur.Status != desk.PlanProposed, nil
 	})
 	if err != nil {
+		err, _ = tr.interrupted(err)
 		return "", "", err
 	}
 	if got.Status == desk.PlanApproved {
 		tr.mu.Lock()
-		tr.plan, tr.planned = card, true
+		tr.plan, tr.planned = got.Card, true
 		tr.mu.Unlock()
 		tr.t.Emit("plan.pinned", map[string]any{"plan_id": p.ID})
 	}
 	return got.Status, got.Notes, nil
+}
+
+// planCard records the plan card of the call commandID; a resumed turn finds
+// the card it showed before the restart.
+func (tr *turn) planCard(ctx context.Context, commandID string, card json.RawMessage) (*desk.Plan, error) {
+	if tr.t.Resumed {
+		ps, err := tr.a.store.ListPlans(ctx, tr.t.Execution.ID)
+		if err != nil {
+			return nil, err
+		}
+		for i := len(ps) - 1; i >= 0; i-- {
+			if ps[i].CommandID == commandID {
+				return ps[i], nil
+			}
+		}
+	}
+	p := &desk.Plan{ID: desk.NewID("pln"), SessionID: tr.x.ID, ExecutionID: tr.t.Execution.ID, CommandID: commandID, Card: card,
+		Status: desk.PlanProposed, CreatedAt: desk.Now()}
+	if err := tr.a.store.CreatePlan(ctx, p); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // session returns a session the caller may see.

@@ -12,12 +12,22 @@ import (
 
 // startTitle titles a session from its first message, beside the turn: a
 // short model call when the session has a real model, the first words
-// otherwise. A person's rename stops automatic titling for good (the store
-// only sets an auto title).
+// otherwise. The job is a durable row until the title is set, so a crash
+// mid-title retries it once at the next start (RecoverTitles). A person's
+// rename stops automatic titling for good (the store only sets an auto
+// title).
 func (a *Agent) startTitle(x *desk.Session, first string, prov provider.Provider, spec provider.Spec) {
 	if x.Title != "" {
 		return
 	}
+	if _, err := a.store.BeginTitleJob(context.Background(), x.ID, first, desk.Now()); err != nil {
+		a.log.Error("record title job", "err", err, "session_id", x.ID)
+	}
+	a.goTitle(x, first, prov, spec)
+}
+
+// goTitle runs a title job in the background.
+func (a *Agent) goTitle(x *desk.Session, first string, prov provider.Provider, spec provider.Spec) {
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -25,7 +35,7 @@ func (a *Agent) startTitle(x *desk.Session, first string, prov provider.Provider
 		if spec.Provider != "script" && prov != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			resp, err := prov.Stream(ctx, provider.Request{Model: spec.Model, MaxTokens: 30,
-				System:   "Write a title of at most six words for a conversation that starts with the user's message. Answer with the title only.",
+				System:   titlePrompt,
 				Messages: []provider.Message{{Role: provider.RoleUser, Content: first}}}, func(provider.Event) {})
 			cancel()
 			if err == nil {
@@ -35,13 +45,71 @@ func (a *Agent) startTitle(x *desk.Session, first string, prov provider.Provider
 				}
 			}
 		}
-		if title == "" {
-			return
-		}
-		if _, err := a.store.SetAutoTitle(context.Background(), x.ID, title); err != nil {
-			a.log.Error("set title", "err", err, "session_id", x.ID)
-		}
+		a.endTitle(x.ID, title)
 	}()
+}
+
+// titlePrompt is the system prompt of the title call.
+const titlePrompt = "Write a title of at most six words for a conversation that starts with the user's message. Answer with the title only."
+
+// endTitle sets an automatic title (a manual one stays) and ends the job.
+func (a *Agent) endTitle(sessionID, title string) {
+	ctx := context.Background()
+	if title != "" {
+		if _, err := a.store.SetAutoTitle(ctx, sessionID, title); err != nil {
+			a.log.Error("set title", "err", err, "session_id", sessionID)
+			return // the job stays for the next start
+		}
+	}
+	if err := a.store.EndTitleJob(ctx, sessionID); err != nil {
+		a.log.Error("end title job", "err", err, "session_id", sessionID)
+	}
+}
+
+// RecoverTitles retries, once, the title jobs a dead desk process left
+// unfinished; a job already retried gets the first words of its message
+// instead of a third model call. Sessions that were renamed, deleted or
+// titled meanwhile just end their job.
+func (a *Agent) RecoverTitles(ctx context.Context) error {
+	jobs, err := a.store.ListTitleJobs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		x, err := a.store.GetSession(ctx, j.SessionID)
+		if desk.IsCode(err, desk.ENOTFOUND) {
+			if err := a.store.EndTitleJob(ctx, j.SessionID); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if x.Title != "" || j.Attempts >= 2 {
+			a.endTitle(x.ID, firstWordsUnless(x.Title, j.FirstMessage))
+			continue
+		}
+		if _, err := a.store.BeginTitleJob(ctx, x.ID, j.FirstMessage, desk.Now()); err != nil {
+			return err
+		}
+		prov, spec, err := a.provider(ctx, x)
+		if err != nil {
+			prov = nil // the first words still make a title
+		}
+		a.log.Info("retrying a title job a dead desk process left", "session_id", x.ID)
+		a.goTitle(x, j.FirstMessage, prov, spec)
+	}
+	return nil
+}
+
+// firstWordsUnless is the first words of first, or "" when the session
+// already has a title.
+func firstWordsUnless(title, first string) string {
+	if title != "" {
+		return ""
+	}
+	return firstWords(first, 8, 60)
 }
 
 // firstWords is the first n words of s, at most max characters.

@@ -280,6 +280,10 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		store.Close()
 		return nil, err
 	}
+	// Title jobs a dead process left are retried once (in the background).
+	if err := a.Agent.RecoverTitles(ctx); err != nil {
+		a.Logger.Warn("recover title jobs", "err", err)
+	}
 	api := &httpapi.Server{
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
 		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },

@@ -3,6 +3,7 @@ package execution
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -58,7 +59,7 @@ func (s *Service) wakeWith(surfaceID string, claimNow bool) *desk.QueueItem {
 func (s *Service) dispatchLoop(surfaceID string, item *desk.QueueItem, exe *desk.Execution) {
 	for {
 		for item != nil {
-			s.run(item, exe)
+			s.run(item, exe, false)
 			item, exe = s.claim(surfaceID)
 		}
 		s.mu.Lock()
@@ -101,11 +102,14 @@ func (s *Service) claim(surfaceID string) (*desk.QueueItem, *desk.Execution) {
 }
 
 // run takes one claimed row through its execution: re-check admission,
-// scratch, executor, settle, archive, scratch removal.
-func (s *Service) run(item *desk.QueueItem, exe *desk.Execution) {
+// scratch, executor, settle, archive, scratch removal. A resumed execution
+// (adopted from a dead owner, see Resumer) was admitted and started
+// already: it goes straight to the executor, and keeps its scratch.
+func (s *Service) run(item *desk.QueueItem, exe *desk.Execution, resumed bool) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	r := &running{exe: exe, cancel: cancel, done: make(chan struct{})}
+	r.started.Store(resumed)
 	s.mu.Lock()
 	s.active[exe.ID] = r
 	s.mu.Unlock()
@@ -120,12 +124,19 @@ func (s *Service) run(item *desk.QueueItem, exe *desk.Execution) {
 	// Admission is checked again after the starting row committed: a block
 	// or a retirement that raced with the claim wins, and the row goes back
 	// to the front of its queue untouched.
-	if why := s.recheck(exe); why != "" {
-		s.settle(log, r, item, desk.PhaseInterrupted, "admission revoked: "+why, nil, true)
-		return
+	if !resumed {
+		if why := s.recheck(exe); why != "" {
+			s.settle(log, r, item, desk.PhaseInterrupted, "admission revoked: "+why, nil, true)
+			return
+		}
 	}
 	scratch := s.home.Abs(exe.WorkspaceID, layout.ScratchRel(exe.ID))
-	defer os.RemoveAll(scratch)
+	suspended := false
+	defer func() {
+		if !suspended {
+			os.RemoveAll(scratch)
+		}
+	}()
 	if err := os.MkdirAll(scratch, 0o755); err != nil {
 		s.settle(log, r, item, desk.PhaseFailed, "create scratch: "+err.Error(), nil, false)
 		return
@@ -135,11 +146,20 @@ func (s *Service) run(item *desk.QueueItem, exe *desk.Execution) {
 		s.settle(log, r, item, desk.PhaseFailed, "load session: "+err.Error(), nil, false)
 		return
 	}
-	turn := &Turn{Execution: exe, Item: item, Session: x, Scratch: scratch}
+	turn := &Turn{Execution: exe, Item: item, Session: x, Scratch: scratch, Resumed: resumed}
 	turn.Started = func() error { return s.markRunning(r) }
 	turn.Emit = func(typ string, data any) { s.emit(exe, typ, data) }
+	turn.Closing = func() bool { return s.ctx.Err() != nil }
 
 	out, err := s.opts.Executor.Execute(ctx, turn)
+	if errors.Is(err, ErrSuspended) && s.ctx.Err() != nil && r.started.Load() {
+		// Desk is shutting down while the turn waits on a person: the
+		// execution stays running, its wait pending, and the next process
+		// adopts it (the owner is marked stopped on Close).
+		suspended = true
+		log.Info("left waiting on a person for the next desk process")
+		return
+	}
 	// The scratch goes before the terminal phase commits, so whoever sees
 	// the execution settled never finds its scratch (PawWork S-H).
 	if rerr := os.RemoveAll(scratch); rerr != nil {

@@ -2,6 +2,7 @@ package execution
 
 import (
 	"context"
+	"errors"
 
 	"github.com/desk-runtime/desk"
 )
@@ -35,6 +36,14 @@ type Turn struct {
 	// running. It returns an error when the execution is no longer this
 	// process's to run (a stale callback), and the executor must stop.
 	Started func() error
+	// Resumed marks a turn that continues an execution a dead desk process
+	// left waiting on a person (see Resumer): the executor picks the turn
+	// up where it waited, without repeating what its records say is done.
+	Resumed bool
+	// Closing reports whether this desk process is shutting down. A turn
+	// that waits on a person when it is may return ErrSuspended instead of
+	// withdrawing the wait, and the next process continues it.
+	Closing func() bool
 	// Emit records an event of the turn (assistant text deltas, tool call
 	// progress) in the event log and delivers it to live streams.
 	Emit func(typ string, data any)
@@ -50,3 +59,25 @@ type Outcome struct {
 // Availability tells whether a session can take work at all (for example,
 // whether a model is configured for it). A nil error means yes.
 type Availability func(ctx context.Context, s *desk.Session) error
+
+// ErrSuspended is what an executor returns when desk shuts down while the
+// turn waits on a person: the execution is left running, its wait pending,
+// for the next desk process to continue (Resumer). Returned at any other
+// time it is an ordinary failure.
+var ErrSuspended = errors.New("the turn waits on a person; desk is shutting down, and the next start continues it")
+
+// Resumer is an Executor that keeps durable records of its turns. When a
+// desk process died (or shut down) with executions active, recovery asks
+// it to settle its own records of each one — calls that were running
+// have an unknown outcome — and whether the turn was waiting on a person
+// and can continue in this process (only an execution still running is
+// asked about continuing). A turn that can is adopted by this process and
+// run again with Turn.Resumed; any other is interrupted (owner-restarted)
+// and never re-run.
+//
+// canResume is false when the turn cannot continue whatever its records
+// say (it was stopping, or its owner is not a process of this desk, as
+// after an import): then the executor settles every record of the turn.
+type Resumer interface {
+	RecoverTurn(ctx context.Context, x *desk.Execution, canResume bool) (resume bool, err error)
+}

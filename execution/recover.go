@@ -80,7 +80,7 @@ func (s *Service) recover(ctx context.Context) error {
 	for range min(32, len(dead)) {
 		wg.Go(func() {
 			for x := range work {
-				if err := s.recoverOne(ctx, x, now); err != nil {
+				if err := s.recoverOne(ctx, x, byID[x.Owner] != nil, now); err != nil {
 					select {
 					case errs <- err:
 					default:
@@ -106,7 +106,12 @@ func (s *Service) recover(ctx context.Context) error {
 	return nil
 }
 
-func (s *Service) recoverOne(ctx context.Context, x *desk.Execution, now time.Time) error {
+func (s *Service) recoverOne(ctx context.Context, x *desk.Execution, known bool, now time.Time) error {
+	if x.Phase != desk.PhaseStarting {
+		if done, err := s.resumeOne(ctx, x, known, now); done || err != nil {
+			return err
+		}
+	}
 	req := desk.SettleRequest{ExecutionID: x.ID, Owner: x.Owner, Phase: desk.PhaseInterrupted, Reason: "owner-restarted",
 		ItemStatus: desk.QueueStatusDelivered, Now: now}
 	if x.Phase == desk.PhaseStarting {
@@ -119,6 +124,78 @@ func (s *Service) recoverOne(ctx context.Context, x *desk.Execution, now time.Ti
 	s.log.Warn("recovered an execution of a dead desk process", "execution_id", x.ID, "session_id", x.SessionID,
 		"phase", x.Phase, "requeued", req.Requeue, "owner", x.Owner)
 	return nil
+}
+
+// resumeOne lets the executor settle its records of a dead owner's
+// execution that may have started, and adopts the execution when its turn
+// was waiting on a person: it continues in this process once dispatch
+// begins (startResumed). done reports that the execution needs no settle
+// here (adopted, or another process took it first).
+func (s *Service) resumeOne(ctx context.Context, x *desk.Execution, known bool, now time.Time) (done bool, err error) {
+	rs, ok := s.opts.Executor.(Resumer)
+	if !ok {
+		return false, nil
+	}
+	can := known && x.Phase == desk.PhaseRunning
+	resume, err := rs.RecoverTurn(ctx, x, can)
+	if err != nil {
+		return false, fmt.Errorf("recover the records of execution %s: %w", x.ID, err)
+	}
+	if !resume || !can {
+		return false, nil
+	}
+	adopted, err := s.store.AdoptExecution(ctx, x.ID, x.Owner, s.owner.ID, now, now.Add(s.opts.LeaseTTL))
+	if desk.IsCode(err, desk.ECONFLICT) {
+		return true, nil // another process adopted or settled it
+	}
+	if err != nil {
+		return false, err
+	}
+	item, err := s.store.GetQueueItem(ctx, adopted.QueueItemID)
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	s.resumes = append(s.resumes, resumption{item: item, exe: adopted})
+	s.mu.Unlock()
+	s.log.Warn("adopted an execution of a dead desk process: its turn waits on a person and continues here", "execution_id", x.ID,
+		"session_id", x.SessionID, "owner", x.Owner)
+	return true, nil
+}
+
+// resumption is an adopted execution waiting for dispatch to begin.
+type resumption struct {
+	item *desk.QueueItem
+	exe  *desk.Execution
+}
+
+// startResumed runs the adopted executions, each as its surface's
+// dispatcher: the rows queued behind it run after it, in order. One whose
+// surface already has a dispatcher in this process (it exits soon: the
+// surface is occupied) waits for the next round.
+func (s *Service) startResumed() {
+	if s.ctx.Err() != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var later []resumption
+	for _, r := range s.resumes {
+		surface := r.exe.SurfaceID
+		if s.dispatching[surface] {
+			later = append(later, r)
+			continue
+		}
+		s.dispatching[surface] = true
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.run(r.item, r.exe, true)
+			item, exe := s.claim(surface)
+			s.dispatchLoop(surface, item, exe)
+		}()
+	}
+	s.resumes = later
 }
 
 // sweepScratch removes scratch directories of executions that are not
@@ -181,6 +258,7 @@ func (s *Service) loop() {
 		if err := s.recover(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("recover executions", "err", err)
 		}
+		s.startResumed()
 		s.dispatchQueued(ctx)
 		if now.Sub(lastPrune) > time.Minute {
 			lastPrune = now

@@ -122,6 +122,7 @@ type Service struct {
 	again       map[string]bool     // woken while dispatching: look once more
 	active      map[string]*running // executions this process runs
 	stops       map[string]*stopCall
+	resumes     []resumption // adopted executions not yet running
 
 	journal atomic.Pointer[journalState]
 }
@@ -176,7 +177,9 @@ func (s *Service) Open(ctx context.Context) error {
 	}
 	s.wg.Add(1)
 	go s.loop()
-	// Work that was queued while no desk ran.
+	// Turns that waited on a person when the last process died continue
+	// first; then work that was queued while no desk ran.
+	s.startResumed()
 	s.dispatchQueued(ctx)
 	return nil
 }

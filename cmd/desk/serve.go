@@ -35,7 +35,9 @@ DESK_ADMIN_TOKEN, or is generated once into DESK_HOME/admin.token (mode 0600).
 The agent: DESK_MODEL is the default model (openai:<model>,
 anthropic:<model>, openai-compatible:<base-url>#<model>), keys come from
 OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENAI_COMPATIBLE_API_KEY; DESK_MAX_STEPS
-bounds the model calls of one turn (default 40); DESK_SEARCH_URL points the
+bounds the model calls of one turn (default 40); DESK_INPUT_WAIT is how long
+a blocking request_user_input waits for an answer (default 5m; the deadline
+survives a restart); DESK_SEARCH_URL points the
 search tool at a SearXNG instance.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -141,6 +143,13 @@ func agentOptions() (agent.Options, error) {
 			return o, fmt.Errorf("DESK_MAX_STEPS=%q must be an integer from 1 to 1000", v)
 		}
 		o.MaxSteps = n
+	}
+	if v := os.Getenv("DESK_INPUT_WAIT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > 24*time.Hour {
+			return o, fmt.Errorf("DESK_INPUT_WAIT=%q must be a duration from 1s to 24h (e.g. 5m)", v)
+		}
+		o.InputWait = d
 	}
 	if v := os.Getenv("DESK_SEARCH_URL"); v != "" {
 		s, err := search.NewSearXNG(v, nil)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -84,15 +85,21 @@ func (s *DB) CountMessages(ctx context.Context, surfaceID string) (int, error) {
 
 // ---- commands ----
 
-const commandCols = `id, execution_id, session_id, surface_id, call_id, tool, arguments, status, started_at, finished_at, output, facts, artifacts, error, created_at`
+const commandCols = `id, execution_id, session_id, surface_id, call_id, tool, arguments, status, started_at, finished_at, output, facts, artifacts, error, created_at, result`
 
 func scanCommand(r interface{ Scan(...any) error }) (*desk.Command, error) {
 	var c desk.Command
-	var args, facts, arts string
+	var args, facts, arts, result string
 	var st, fin, cr int64
 	if err := r.Scan(&c.ID, &c.ExecutionID, &c.SessionID, &c.SurfaceID, &c.CallID, &c.Tool, &args, &c.Status, &st, &fin,
-		&c.Output, &facts, &arts, &c.Error, &cr); err != nil {
+		&c.Output, &facts, &arts, &c.Error, &cr, &result); err != nil {
 		return nil, err
+	}
+	if result != "" {
+		c.Result = new(desk.CommandResult)
+		if err := json.Unmarshal([]byte(result), c.Result); err != nil {
+			return nil, fmt.Errorf("decode command result: %w", err)
+		}
 	}
 	c.Arguments = json.RawMessage(args)
 	if facts != "" {
@@ -120,13 +127,21 @@ func ptrMicros(t *time.Time) int64 {
 
 func (s *DB) CreateCommand(ctx context.Context, c *desk.Command) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := s.exec(ctx, tx, `INSERT INTO commands (`+commandCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := s.exec(ctx, tx, `INSERT INTO commands (`+commandCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			c.ID, c.ExecutionID, c.SessionID, c.SurfaceID, c.CallID, c.Tool, string(c.Arguments), c.Status,
-			ptrMicros(c.StartedAt), ptrMicros(c.FinishedAt), c.Output, string(c.Facts), artifactsJSON(c.Artifacts), c.Error, micros(c.CreatedAt)); err != nil {
+			ptrMicros(c.StartedAt), ptrMicros(c.FinishedAt), c.Output, string(c.Facts), artifactsJSON(c.Artifacts), c.Error, micros(c.CreatedAt),
+			resultJSON(c.Result)); err != nil {
 			return err
 		}
 		return s.emitIn(ctx, tx, c.SessionID, commandEvent("command."+c.Status, c))
 	})
+}
+
+func resultJSON(r *desk.CommandResult) string {
+	if r == nil {
+		return ""
+	}
+	return encodeJSON(r)
 }
 
 func artifactsJSON(a []string) string {
@@ -138,8 +153,9 @@ func artifactsJSON(a []string) string {
 
 func (s *DB) UpdateCommand(ctx context.Context, c *desk.Command) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := s.exec(ctx, tx, `UPDATE commands SET status = ?, started_at = ?, finished_at = ?, output = ?, facts = ?, artifacts = ?, error = ?
-			WHERE id = ?`, c.Status, ptrMicros(c.StartedAt), ptrMicros(c.FinishedAt), c.Output, string(c.Facts), artifactsJSON(c.Artifacts), c.Error, c.ID)
+		res, err := s.exec(ctx, tx, `UPDATE commands SET status = ?, started_at = ?, finished_at = ?, output = ?, facts = ?, artifacts = ?, error = ?,
+			result = ? WHERE id = ?`, c.Status, ptrMicros(c.StartedAt), ptrMicros(c.FinishedAt), c.Output, string(c.Facts), artifactsJSON(c.Artifacts), c.Error,
+			resultJSON(c.Result), c.ID)
 		if err != nil {
 			return err
 		}
@@ -246,13 +262,13 @@ func (s *DB) ListApprovals(ctx context.Context, sessionID string, pendingOnly bo
 
 // ---- input requests ----
 
-const inputCols = `id, session_id, surface_id, execution_id, command_id, questions, blocking, status, answers, created_at, answered_at`
+const inputCols = `id, session_id, surface_id, execution_id, command_id, questions, blocking, status, answers, created_at, answered_at, deadline`
 
 func scanInput(r interface{ Scan(...any) error }) (*desk.InputRequest, error) {
 	var x desk.InputRequest
 	var qs, ans string
-	var c, a int64
-	if err := r.Scan(&x.ID, &x.SessionID, &x.SurfaceID, &x.ExecutionID, &x.CommandID, &qs, &x.Blocking, &x.Status, &ans, &c, &a); err != nil {
+	var c, a, dl int64
+	if err := r.Scan(&x.ID, &x.SessionID, &x.SurfaceID, &x.ExecutionID, &x.CommandID, &qs, &x.Blocking, &x.Status, &ans, &c, &a, &dl); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(qs), &x.Questions); err != nil {
@@ -263,15 +279,15 @@ func scanInput(r interface{ Scan(...any) error }) (*desk.InputRequest, error) {
 			return nil, err
 		}
 	}
-	x.CreatedAt, x.AnsweredAt = fromMicros(c), optPtr(a)
+	x.CreatedAt, x.AnsweredAt, x.Deadline = fromMicros(c), optPtr(a), optPtr(dl)
 	return &x, nil
 }
 
 func (s *DB) CreateInputRequest(ctx context.Context, r *desk.InputRequest) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := s.exec(ctx, tx, `INSERT INTO input_requests (`+inputCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := s.exec(ctx, tx, `INSERT INTO input_requests (`+inputCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.SessionID, r.SurfaceID, r.ExecutionID, r.CommandID, encodeJSON(r.Questions), r.Blocking, r.Status, "",
-			micros(r.CreatedAt), 0); err != nil {
+			micros(r.CreatedAt), 0, ptrMicros(r.Deadline)); err != nil {
 			return err
 		}
 		return s.emitIn(ctx, tx, r.SessionID, event{typ: "input.requested", session: r.SessionID, surface: r.SurfaceID, execute: r.ExecutionID, data: r})
@@ -370,6 +386,14 @@ func (s *DB) GetPlan(ctx context.Context, id string) (*desk.Plan, error) {
 	return p, nil
 }
 
+func (s *DB) ListPlans(ctx context.Context, executionID string) ([]*desk.Plan, error) {
+	rows, err := s.query(ctx, s.db, `SELECT `+planCols+` FROM plans WHERE execution_id = ? ORDER BY created_at, id`, executionID)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, scanPlan)
+}
+
 // ---- leases ----
 
 func (s *DB) LeaseItem(ctx context.Context, itemID, executionID string) error {
@@ -444,6 +468,49 @@ func (s *DB) SetAutoTitle(ctx context.Context, sessionID, title string) (bool, e
 		return err
 	})
 	return n > 0, err
+}
+
+// ---- title jobs ----
+
+func (s *DB) BeginTitleJob(ctx context.Context, sessionID, first string, at time.Time) (int, error) {
+	var n int
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		err := s.queryRow(ctx, tx, `SELECT attempts FROM title_jobs WHERE session_id = ?`+s.d.ForUpdate, sessionID).Scan(&n)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			n = 1
+			_, err = s.exec(ctx, tx, `INSERT INTO title_jobs (session_id, first_message, attempts, created_at) VALUES (?, ?, ?, ?)`,
+				sessionID, first, n, micros(at))
+			return err
+		case err != nil:
+			return err
+		}
+		n++
+		_, err = s.exec(ctx, tx, `UPDATE title_jobs SET attempts = ? WHERE session_id = ?`, n, sessionID)
+		return err
+	})
+	return n, err
+}
+
+func (s *DB) ListTitleJobs(ctx context.Context) ([]*desk.TitleJob, error) {
+	rows, err := s.query(ctx, s.db, `SELECT session_id, first_message, attempts, created_at FROM title_jobs ORDER BY created_at, session_id`)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, func(r interface{ Scan(...any) error }) (*desk.TitleJob, error) {
+		var j desk.TitleJob
+		var c int64
+		if err := r.Scan(&j.SessionID, &j.FirstMessage, &j.Attempts, &c); err != nil {
+			return nil, err
+		}
+		j.CreatedAt = fromMicros(c)
+		return &j, nil
+	})
+}
+
+func (s *DB) EndTitleJob(ctx context.Context, sessionID string) error {
+	_, err := s.exec(ctx, s.db, `DELETE FROM title_jobs WHERE session_id = ?`, sessionID)
+	return err
 }
 
 func (s *DB) GetAgentSettings(ctx context.Context, workspaceID string) (*desk.AgentSettings, error) {

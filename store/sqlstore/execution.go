@@ -496,6 +496,33 @@ func (s *DB) ExtendLeases(ctx context.Context, owner string, until time.Time) er
 	return err
 }
 
+// AdoptExecution moves a running execution and its row's claim from a
+// dead owner to this one, in one transaction, so the turn it waits in
+// continues here and nobody else can claim the surface meanwhile.
+func (s *DB) AdoptExecution(ctx context.Context, executionID, from, owner string, now, leaseUntil time.Time) (*desk.Execution, error) {
+	var out *desk.Execution
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		x, err := s.getExecution(ctx, tx, executionID, s.d.ForUpdate)
+		if err != nil {
+			return err
+		}
+		if x.Phase != desk.PhaseRunning || x.Owner != from {
+			return desk.Errorf(desk.ECONFLICT, "execution %s is %s (owner %s); it cannot be adopted from %s", x.ID, x.Phase, x.Owner, from)
+		}
+		x.Owner = owner
+		if _, err := s.exec(ctx, tx, `UPDATE executions SET owner = ? WHERE id = ?`, owner, x.ID); err != nil {
+			return err
+		}
+		if _, err := s.exec(ctx, tx, `UPDATE queue_items SET claimed_by = ?, lease_expires_at = ?, updated_at = ? WHERE id = ? AND status = 'dispatching'`,
+			owner, micros(leaseUntil), micros(now), x.QueueItemID); err != nil {
+			return err
+		}
+		out = x
+		return s.emit(ctx, tx, now, executionEvent("execution.resumed", x))
+	})
+	return out, err
+}
+
 func (s *DB) MarkRunning(ctx context.Context, executionID, owner string, at time.Time) (*desk.Execution, error) {
 	var out *desk.Execution
 	err := s.tx(ctx, func(tx *sql.Tx) error {

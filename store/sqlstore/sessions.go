@@ -154,6 +154,7 @@ func (s *DB) PurgeSession(ctx context.Context, id string) error {
 			`DELETE FROM approvals WHERE session_id = ?`,
 			`DELETE FROM input_requests WHERE session_id = ?`,
 			`DELETE FROM plans WHERE session_id = ?`,
+			`DELETE FROM title_jobs WHERE session_id = ?`,
 			`DELETE FROM item_leases WHERE execution_id IN (SELECT id FROM executions WHERE session_id = ?)`,
 			`DELETE FROM executions WHERE session_id = ?`,
 			`DELETE FROM blocks WHERE session_id = ?`,

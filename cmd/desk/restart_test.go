@@ -1,0 +1,699 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent/sandbox"
+	"github.com/desk-runtime/desk/layout"
+)
+
+// The restart tests run the real desk binary against a model server on
+// loopback, stop it (SIGTERM) or kill it (SIGKILL) while a turn waits on a
+// person, start it again on the same DESK_HOME, answer, and check that the
+// turn completes without the model being asked again for the step that
+// asked.
+//
+// chatModel is a minimal OpenAI-compatible chat-completions server (the
+// strict provider server of agent/provider/strict was not on main when
+// these tests were written): it streams what its script answers for each
+// request, in the server-sent events of the real API, and records every
+// request it receives.
+type chatModel struct {
+	t      *testing.T
+	srv    *httptest.Server
+	script func(req chatRequest) chatAnswer
+
+	mu     sync.Mutex
+	turns  []chatRequest // turn requests, in order
+	titles []chatRequest // title requests
+	// holdTitles, when set, makes title requests hang until the client
+	// goes away.
+	holdTitles bool
+}
+
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id"`
+	ToolCalls  []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+// text is the message's content as text (a string, or text parts).
+func (m chatMessage) text() string {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s
+	}
+	var parts []struct{ Text string }
+	_ = json.Unmarshal(m.Content, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+type chatRequest struct {
+	Model    string        `json:"model"`
+	Messages []chatMessage `json:"messages"`
+	Tools    []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+}
+
+// last is the request's last message.
+func (r chatRequest) last() chatMessage { return r.Messages[len(r.Messages)-1] }
+
+// toolResult is the text of the result of the tool call named callID.
+func (r chatRequest) toolResult(callID string) (string, bool) {
+	for _, m := range r.Messages {
+		if m.Role == "tool" && m.ToolCallID == callID {
+			return m.text(), true
+		}
+	}
+	return "", false
+}
+
+// chatAnswer is one streamed answer: text, or tool calls.
+type chatAnswer struct {
+	Text  string
+	Calls []chatCall
+}
+
+type chatCall struct {
+	ID, Name string
+	Args     any
+}
+
+func newChatModel(t *testing.T, script func(req chatRequest) chatAnswer) *chatModel {
+	m := &chatModel{t: t, script: script}
+	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
+	t.Cleanup(m.srv.Close)
+	return m
+}
+
+// spec is the DESK_MODEL of the server.
+func (m *chatModel) spec() string { return "openai-compatible:" + m.srv.URL + "/v1#restart-model" }
+
+func (m *chatModel) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		http.Error(w, `{"error":{"message":"not found","type":"invalid_request_error"}}`, http.StatusNotFound)
+		return
+	}
+	var req chatRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
+		http.Error(w, `{"error":{"message":"bad request","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return
+	}
+	title := req.Messages[0].Role == "system" && strings.Contains(req.Messages[0].text(), "Write a title")
+	m.mu.Lock()
+	hold := title && m.holdTitles
+	if title {
+		m.titles = append(m.titles, req)
+	} else {
+		m.turns = append(m.turns, req)
+	}
+	m.mu.Unlock()
+	if hold {
+		<-r.Context().Done()
+		return
+	}
+	ans := chatAnswer{Text: "Restarted turns"}
+	if !title {
+		ans = m.script(req)
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	chunk := func(delta map[string]any, finish any) {
+		b, _ := json.Marshal(map[string]any{"id": "chatcmpl-restart", "object": "chat.completion.chunk", "created": 1767225600, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+		fmt.Fprintf(w, "data: %s\n\n", b)
+	}
+	chunk(map[string]any{"role": "assistant", "content": ""}, nil)
+	finish := "stop"
+	if ans.Text != "" {
+		chunk(map[string]any{"content": ans.Text}, nil)
+	}
+	for i, c := range ans.Calls {
+		args, _ := json.Marshal(c.Args)
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function",
+			"function": map[string]any{"name": c.Name, "arguments": string(args)}}}}, nil)
+		finish = "tool_calls"
+	}
+	chunk(map[string]any{}, finish)
+	b, _ := json.Marshal(map[string]any{"id": "chatcmpl-restart", "object": "chat.completion.chunk", "created": 1767225600, "model": req.Model,
+		"choices": []any{}, "usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
+	fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
+}
+
+// requests returns the turn requests so far.
+func (m *chatModel) requests() []chatRequest {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]chatRequest(nil), m.turns...)
+}
+
+func (m *chatModel) titleRequests() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.titles)
+}
+
+// asking answers the user's message with calls and the request that
+// carries their results with a reply quoting the first result.
+func asking(calls ...chatCall) func(req chatRequest) chatAnswer {
+	return func(req chatRequest) chatAnswer {
+		if req.last().Role == "user" {
+			return chatAnswer{Calls: calls}
+		}
+		res, _ := req.toolResult(calls[0].ID)
+		return chatAnswer{Text: "finished after: " + res}
+	}
+}
+
+// deskProc is one desk serve process on a DESK_HOME.
+type deskProc struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	url   string
+	token string
+}
+
+const restartToken = "restart-admin-token"
+
+func startDesk(t *testing.T, home string, env ...string) *deskProc {
+	t.Helper()
+	cmd, url, lines := startServe(t, home, append([]string{"DESK_ADMIN_TOKEN=" + restartToken}, env...)...)
+	go func() {
+		for range lines {
+		}
+	}()
+	return &deskProc{t: t, cmd: cmd, url: url, token: restartToken}
+}
+
+// stop ends the process with sig (SIGTERM: a clean stop; SIGKILL: a
+// crash) and waits for it.
+func (d *deskProc) stop(sig syscall.Signal) {
+	d.t.Helper()
+	if err := d.cmd.Process.Signal(sig); err != nil {
+		d.t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if sig == syscall.SIGTERM && err != nil {
+			d.t.Fatalf("desk did not exit cleanly on SIGTERM: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		d.t.Fatal("desk did not exit")
+	}
+}
+
+// call makes an API request and decodes the answer into out (if not nil).
+func (d *deskProc) call(method, path string, body, out any) int {
+	d.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, d.url+path, rd)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(b, out); err != nil {
+			d.t.Fatalf("%s %s: %v in %s", method, path, err, b)
+		}
+	}
+	if resp.StatusCode >= 300 && out != nil {
+		d.t.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, b)
+	}
+	return resp.StatusCode
+}
+
+func (d *deskProc) execution(id string) *desk.Execution {
+	var x desk.Execution
+	d.call("GET", "/v1/executions/"+id, nil, &x)
+	return &x
+}
+
+func (d *deskProc) commands(ses string) []*desk.Command {
+	var v struct{ Messages []*desk.Message }
+	d.call("GET", "/v1/sessions/"+ses+"/messages", nil, &v)
+	var out []*desk.Command
+	for _, m := range v.Messages {
+		out = append(out, m.Commands...)
+	}
+	return out
+}
+
+// restartWait bounds every wait of these tests: generous, since the
+// machine may be loaded.
+const restartWait = 90 * time.Second
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(restartWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// settled waits for the execution to settle.
+func (d *deskProc) settled(id string) *desk.Execution {
+	d.t.Helper()
+	var x *desk.Execution
+	waitUntil(d.t, "execution "+id+" to settle", func() bool {
+		x = d.execution(id)
+		return x.Terminal()
+	})
+	return x
+}
+
+// restartWorld is one desk home with a workspace and a session on the
+// model server.
+type restartWorld struct {
+	t     *testing.T
+	home  string
+	env   []string
+	model *chatModel
+	ws    desk.Workspace
+	ses   desk.Session
+}
+
+func newRestartWorld(t *testing.T, model *chatModel, settings map[string]any, env ...string) (*restartWorld, *deskProc) {
+	t.Helper()
+	w := &restartWorld{t: t, home: t.TempDir(), model: model, env: append([]string{"DESK_MODEL=" + model.spec(), "OPENAI_COMPATIBLE_API_KEY=test-key"}, env...)}
+	d := w.start()
+	d.call("POST", "/v1/workspaces", map[string]string{"name": "restarts"}, &w.ws)
+	d.call("PATCH", "/v1/workspaces/"+w.ws.ID+"/agent", settings, nil)
+	d.call("POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]string{}, &w.ses)
+	return w, d
+}
+
+func (w *restartWorld) start() *deskProc { return startDesk(w.t, w.home, w.env...) }
+
+func (w *restartWorld) send(d *deskProc, text string) string {
+	w.t.Helper()
+	var res desk.SubmitResult
+	d.call("POST", "/v1/sessions/"+w.ses.ID+"/messages", map[string]string{"text": text}, &res)
+	if res.Item == nil {
+		w.t.Fatalf("submit: %+v", res)
+	}
+	return res.Item.ID
+}
+
+// item is the session's queue row id.
+func (w *restartWorld) item(d *deskProc, id string) *desk.QueueItem {
+	w.t.Helper()
+	var v struct{ Items []*desk.QueueItem }
+	d.call("GET", "/v1/sessions/"+w.ses.ID+"/queue?all=true", nil, &v)
+	for _, it := range v.Items {
+		if it.ID == id {
+			return it
+		}
+	}
+	w.t.Fatalf("no queue row %s", id)
+	return nil
+}
+
+// executionOf waits for the queue row's execution.
+func (w *restartWorld) executionOf(d *deskProc, item string) string {
+	w.t.Helper()
+	var id string
+	waitUntil(w.t, "row "+item+" to be taken", func() bool {
+		id = w.item(d, item).ExecutionID
+		return id != ""
+	})
+	return id
+}
+
+var signals = []struct {
+	name string
+	sig  syscall.Signal
+}{{"SIGTERM", syscall.SIGTERM}, {"kill-9", syscall.SIGKILL}}
+
+// checkWaiting checks, after the restart, that the execution is the same
+// one, still running (the phase a live wait shows), with the command
+// waiting on a person as the API and the CLI show it.
+func checkWaiting(t *testing.T, d *deskProc, exe string) {
+	t.Helper()
+	x := d.execution(exe)
+	if x.Phase != desk.PhaseRunning {
+		t.Fatalf("execution after the restart: %s (%s), want running", x.Phase, x.Reason)
+	}
+	c := &cli{t: t, url: d.url, token: d.token}
+	var shown desk.Execution
+	c.json(&shown, "exec", "show", exe)
+	if shown.Phase != desk.PhaseRunning || shown.ID != exe {
+		t.Fatalf("desk exec show after the restart: %+v", shown)
+	}
+	found := false
+	for _, e := range x.Events {
+		if e.Type == "execution.resumed" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no execution.resumed event after the restart: %+v", x.Events)
+	}
+}
+
+// TestRestartApprovalWait: a turn waiting for an approval survives SIGTERM
+// and kill -9; approved after the restart, the command runs and the turn
+// completes, with two model requests in all (the asking step is not sent
+// again). A follow-up sent while it waits queues behind it.
+func TestRestartApprovalWait(t *testing.T) {
+	if _, err := sandbox.Detect(); err != nil {
+		t.Skipf("no working sandbox here: %v", err)
+	}
+	for _, s := range signals {
+		t.Run(s.name, func(t *testing.T) {
+			model := newChatModel(t, func(req chatRequest) chatAnswer {
+				if req.last().Role == "user" && strings.Contains(req.last().text(), "follow-up") {
+					return chatAnswer{Text: "follow-up answered"}
+				}
+				return asking(chatCall{ID: "call_approve", Name: "exec_command", Args: map[string]string{"command": "echo approved-after-restart"}})(req)
+			})
+			w, d := newRestartWorld(t, model, map[string]any{"approval_mode": "user"})
+			exe := w.executionOf(d, w.send(d, "run the command"))
+			var pend struct{ Approvals []*desk.Approval }
+			waitUntil(t, "the approval request", func() bool {
+				d.call("GET", "/v1/sessions/"+w.ses.ID+"/approvals?pending=true", nil, &pend)
+				return len(pend.Approvals) == 1
+			})
+			ap := pend.Approvals[0]
+			d.stop(s.sig)
+
+			d = w.start()
+			checkWaiting(t, d, exe)
+			d.call("GET", "/v1/sessions/"+w.ses.ID+"/approvals?pending=true", nil, &pend)
+			if len(pend.Approvals) != 1 || pend.Approvals[0].ID != ap.ID || pend.Approvals[0].Status != desk.ApprovalPending {
+				t.Fatalf("pending approvals after the restart: %+v (want %s)", pend.Approvals, ap.ID)
+			}
+			cmds := d.commands(w.ses.ID)
+			if len(cmds) != 1 || cmds[0].Status != desk.CommandWaiting {
+				t.Fatalf("commands after the restart: %+v", cmds)
+			}
+			// One execution per surface: a follow-up queues behind the
+			// waiting turn.
+			follow := w.send(d, "a follow-up")
+			time.Sleep(time.Second)
+			if it := w.item(d, follow); it.Status != desk.QueueStatusQueued {
+				t.Fatalf("the follow-up while the turn waits: %s", it.Status)
+			}
+
+			d.call("POST", "/v1/approvals/"+ap.ID, map[string]string{"decision": "approve"}, nil)
+			x := d.settled(exe)
+			if x.Phase != desk.PhaseEnded {
+				t.Fatalf("the turn after approval: %s (%s)", x.Phase, x.Reason)
+			}
+			cmds = d.commands(w.ses.ID)
+			if cmds[0].Status != desk.CommandSucceeded || strings.TrimSpace(cmds[0].Output) != "approved-after-restart" {
+				t.Fatalf("the approved command: %+v", cmds[0])
+			}
+			fx := d.settled(w.executionOf(d, follow))
+			if fx.Phase != desk.PhaseEnded || !fx.StartedAt.After(*x.FinishedAt) && !fx.StartedAt.Equal(*x.FinishedAt) {
+				t.Fatalf("the follow-up: %+v (the turn finished %v)", fx, x.FinishedAt)
+			}
+			reqs := model.requests()
+			if len(reqs) != 3 {
+				t.Fatalf("model requests: %d, want 3 (ask, after the result, the follow-up)", len(reqs))
+			}
+			if res, ok := reqs[1].toolResult("call_approve"); !ok || !strings.Contains(res, "approved-after-restart") {
+				t.Fatalf("the second request's tool result: %q", res)
+			}
+			d.stop(syscall.SIGTERM)
+		})
+	}
+}
+
+// TestRestartInputWait: a blocking request_user_input survives SIGTERM and
+// kill -9; answered after the restart, the answer reaches the model in the
+// step after the one that asked, which is not sent again. Its deadline is
+// the one set before the restart.
+func TestRestartInputWait(t *testing.T) {
+	question := map[string]any{"questions": []map[string]any{{"id": "color", "question": "Which color?",
+		"options": []map[string]any{{"label": "red", "recommended": true}, {"label": "blue"}}}}}
+	for _, s := range signals {
+		t.Run(s.name, func(t *testing.T) {
+			model := newChatModel(t, asking(chatCall{ID: "call_ask", Name: "request_user_input", Args: question}))
+			w, d := newRestartWorld(t, model, map[string]any{"blocking_input": true}, "DESK_INPUT_WAIT=10m")
+			exe := w.executionOf(d, w.send(d, "ask me"))
+			var rs struct {
+				InputRequests []*desk.InputRequest `json:"input_requests"`
+			}
+			waitUntil(t, "the question", func() bool {
+				d.call("GET", "/v1/sessions/"+w.ses.ID+"/input-requests", nil, &rs)
+				return len(rs.InputRequests) == 1
+			})
+			r := rs.InputRequests[0]
+			if r.Deadline == nil || r.Deadline.Before(time.Now().Add(9*time.Minute)) {
+				t.Fatalf("deadline of a blocking request: %v", r.Deadline)
+			}
+			d.stop(s.sig)
+
+			d = w.start()
+			checkWaiting(t, d, exe)
+			d.call("GET", "/v1/sessions/"+w.ses.ID+"/input-requests", nil, &rs)
+			if len(rs.InputRequests) != 1 || rs.InputRequests[0].Status != desk.InputPending || !rs.InputRequests[0].Deadline.Equal(*r.Deadline) {
+				t.Fatalf("the question after the restart: %+v (deadline before %v)", rs.InputRequests, r.Deadline)
+			}
+			d.call("POST", "/v1/input-requests/"+r.ID+"/answer", map[string]any{"answers": map[string]string{"color": "blue"}}, nil)
+			x := d.settled(exe)
+			if x.Phase != desk.PhaseEnded {
+				t.Fatalf("the turn after the answer: %s (%s)", x.Phase, x.Reason)
+			}
+			reqs := model.requests()
+			if len(reqs) != 2 {
+				t.Fatalf("model requests: %d, want 2", len(reqs))
+			}
+			if res, _ := reqs[1].toolResult("call_ask"); !strings.Contains(res, `"blue"`) || !strings.Contains(res, `"defaulted":false`) {
+				t.Fatalf("the answer the model got: %q", res)
+			}
+			d.stop(syscall.SIGTERM)
+		})
+	}
+}
+
+// TestRestartInputDeadlinePassed: the deadline of a blocking question
+// passes while desk is down; after the restart the defaults stand at once
+// (as when the deadline passes live) and the turn completes.
+func TestRestartInputDeadlinePassed(t *testing.T) {
+	question := map[string]any{"questions": []map[string]any{{"id": "size", "question": "Which size?",
+		"options": []map[string]any{{"label": "small", "recommended": true}, {"label": "large"}}}}}
+	model := newChatModel(t, asking(chatCall{ID: "call_ask", Name: "request_user_input", Args: question}))
+	w, d := newRestartWorld(t, model, map[string]any{"blocking_input": true}, "DESK_INPUT_WAIT=4s")
+	exe := w.executionOf(d, w.send(d, "ask me"))
+	var rs struct {
+		InputRequests []*desk.InputRequest `json:"input_requests"`
+	}
+	waitUntil(t, "the question", func() bool {
+		d.call("GET", "/v1/sessions/"+w.ses.ID+"/input-requests", nil, &rs)
+		return len(rs.InputRequests) == 1
+	})
+	d.stop(syscall.SIGKILL)
+	time.Sleep(time.Until(*rs.InputRequests[0].Deadline) + 500*time.Millisecond)
+
+	d = w.start()
+	x := d.settled(exe)
+	if x.Phase != desk.PhaseEnded {
+		t.Fatalf("the turn: %s (%s)", x.Phase, x.Reason)
+	}
+	d.call("GET", "/v1/sessions/"+w.ses.ID+"/input-requests", nil, &rs)
+	if rs.InputRequests[0].Status != desk.InputDefaulted || rs.InputRequests[0].Answers["size"] != "small" {
+		t.Fatalf("the question after its deadline: %+v", rs.InputRequests[0])
+	}
+	reqs := model.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model requests: %d, want 2", len(reqs))
+	}
+	if res, _ := reqs[1].toolResult("call_ask"); !strings.Contains(res, `"defaulted":true`) || !strings.Contains(res, "small") {
+		t.Fatalf("the model's result: %q", res)
+	}
+	d.stop(syscall.SIGTERM)
+}
+
+// TestRestartPlanWait: a plan card waiting for its decision survives
+// SIGTERM and kill -9; approved after the restart, the plan is pinned
+// (the next request carries it) and the turn completes.
+func TestRestartPlanWait(t *testing.T) {
+	plan := map[string]any{"plan": map[string]any{"title": "Survive the restart", "steps": []string{"wait", "continue"}}}
+	for _, s := range signals {
+		t.Run(s.name, func(t *testing.T) {
+			model := newChatModel(t, asking(chatCall{ID: "call_plan", Name: "clarify", Args: plan}))
+			w, d := newRestartWorld(t, model, map[string]any{"approval_mode": "user"})
+			exe := w.executionOf(d, w.send(d, "/plan do it carefully"))
+			var p desk.Plan
+			waitUntil(t, "the plan card", func() bool {
+				for _, e := range d.execution(exe).Events {
+					if e.Type == "plan.proposed" {
+						return json.Unmarshal(e.Data, &p) == nil
+					}
+				}
+				return false
+			})
+			d.stop(s.sig)
+
+			d = w.start()
+			checkWaiting(t, d, exe)
+			d.call("POST", "/v1/plans/"+p.ID+"/approve", nil, nil)
+			x := d.settled(exe)
+			if x.Phase != desk.PhaseEnded {
+				t.Fatalf("the turn after approval: %s (%s)", x.Phase, x.Reason)
+			}
+			reqs := model.requests()
+			if len(reqs) != 2 {
+				t.Fatalf("model requests: %d, want 2", len(reqs))
+			}
+			if res, _ := reqs[1].toolResult("call_plan"); !strings.Contains(res, "approved") {
+				t.Fatalf("the plan decision the model got: %q", res)
+			}
+			pinned := false
+			for _, m := range reqs[1].Messages {
+				if strings.Contains(m.text(), "Survive the restart") && m.Role != "assistant" && m.Role != "tool" {
+					pinned = true
+				}
+			}
+			if !pinned {
+				t.Fatal("the approved plan is not pinned in the request after the restart")
+			}
+			d.stop(syscall.SIGTERM)
+		})
+	}
+}
+
+// TestRestartCommandUnknown: a command running when desk is killed ends
+// unknown, is not run again after the restart, and the execution is
+// interrupted (owner-restarted); the next turn's model request carries a
+// result that says so.
+func TestRestartCommandUnknown(t *testing.T) {
+	if _, err := sandbox.Detect(); err != nil {
+		t.Skipf("no working sandbox here: %v", err)
+	}
+	model := newChatModel(t, func(req chatRequest) chatAnswer {
+		if strings.Contains(req.last().text(), "next message") {
+			return chatAnswer{Text: "noted"}
+		}
+		return chatAnswer{Calls: []chatCall{{ID: "call_sleep", Name: "exec_command", Args: map[string]string{"command": "echo run >> /artifacts/runs.txt; sleep 30"}}}}
+	})
+	w, d := newRestartWorld(t, model, map[string]any{"approval_mode": "full-access"})
+	exe := w.executionOf(d, w.send(d, "sleep a while"))
+	var marker string
+	waitUntil(t, "the command to run", func() bool {
+		cmds := d.commands(w.ses.ID)
+		if len(cmds) == 1 && cmds[0].Status == desk.CommandRunning {
+			marker = filepath.Join(layout.Home{Root: w.home}.Abs(w.ws.ID, layout.SessionRel(w.ses.Actor, w.ses.ID)), "runs.txt")
+			b, _ := os.ReadFile(marker)
+			return string(b) == "run\n"
+		}
+		return false
+	})
+	d.stop(syscall.SIGKILL)
+
+	d = w.start()
+	x := d.settled(exe)
+	if x.Phase != desk.PhaseInterrupted || x.Reason != "owner-restarted" {
+		t.Fatalf("the execution after the crash: %s (%s)", x.Phase, x.Reason)
+	}
+	time.Sleep(2 * time.Second) // time to run it again, were it to be
+	cmds := d.commands(w.ses.ID)
+	if len(cmds) != 1 || cmds[0].Status != desk.CommandUnknown || cmds[0].FinishedAt == nil || !strings.Contains(cmds[0].Error, "outcome unknown") {
+		t.Fatalf("the command after the crash: %+v", cmds)
+	}
+	if b, _ := os.ReadFile(marker); string(b) != "run\n" {
+		t.Fatalf("the command ran again: %q", b)
+	}
+	if n := len(model.requests()); n != 1 {
+		t.Fatalf("model requests: %d, want 1 (the interrupted turn is never re-sent)", n)
+	}
+	// The next turn starts fresh; the dangling call has a result that
+	// tells the model its outcome is unknown.
+	next := d.settled(w.executionOf(d, w.send(d, "next message")))
+	if next.Phase != desk.PhaseEnded {
+		t.Fatalf("the next turn: %s (%s)", next.Phase, next.Reason)
+	}
+	reqs := model.requests()
+	if res, ok := reqs[len(reqs)-1].toolResult("call_sleep"); !ok || !strings.Contains(res, "outcome unknown") {
+		t.Fatalf("the next request's result for the interrupted call: %q %v", res, ok)
+	}
+	d.stop(syscall.SIGTERM)
+}
+
+// TestRestartTitleJob: a title job in flight when desk is killed is
+// retried once at the next start; a session renamed meanwhile keeps its
+// name.
+func TestRestartTitleJob(t *testing.T) {
+	model := newChatModel(t, func(chatRequest) chatAnswer { return chatAnswer{Text: "hello"} })
+	model.holdTitles = true
+	w, d := newRestartWorld(t, model, map[string]any{})
+	d.settled(w.executionOf(d, w.send(d, "a conversation about restarts")))
+	waitUntil(t, "the title request", func() bool { return model.titleRequests() == 1 })
+	// A second session, renamed by a person while its title job hangs.
+	var other desk.Session
+	d.call("POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]string{}, &other)
+	var res desk.SubmitResult
+	d.call("POST", "/v1/sessions/"+other.ID+"/messages", map[string]string{"text": "another one"}, &res)
+	waitUntil(t, "the second title request", func() bool { return model.titleRequests() == 2 })
+	d.call("PATCH", "/v1/sessions/"+other.ID, map[string]string{"title": "Named by hand"}, nil)
+	d.stop(syscall.SIGKILL)
+
+	model.mu.Lock()
+	model.holdTitles = false
+	model.mu.Unlock()
+	d = w.start()
+	var x desk.Session
+	waitUntil(t, "the retried title", func() bool {
+		d.call("GET", "/v1/sessions/"+w.ses.ID, nil, &x)
+		return x.Title != ""
+	})
+	if x.Title != "Restarted turns" {
+		t.Fatalf("title after the retry: %q", x.Title)
+	}
+	d.call("GET", "/v1/sessions/"+other.ID, nil, &x)
+	if x.Title != "Named by hand" {
+		t.Fatalf("the renamed session's title: %q", x.Title)
+	}
+	// The job is gone: another restart asks for no title.
+	n := model.titleRequests()
+	d.stop(syscall.SIGTERM)
+	d = w.start()
+	time.Sleep(time.Second)
+	if model.titleRequests() != n {
+		t.Fatalf("title requests after a clean restart: %d, want %d", model.titleRequests(), n)
+	}
+	d.stop(syscall.SIGTERM)
+}
