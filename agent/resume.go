@@ -130,6 +130,24 @@ func (a *Agent) RecoverTurn(ctx context.Context, x *desk.Execution, canResume bo
 			}
 		}
 	}
+	// The last step's calls get their results in the transcript — the
+	// recorded one of a call that finished, else the synthesized one — so
+	// the next turn's request has a result for every call, and the model
+	// is told which outcomes are unknown.
+	if last := lastStep(msgs); last != nil {
+		for i, c := range matchCommands(last.ToolCalls, cmds) {
+			r := synthesized("INTERRUPTED", unknownOutcome)
+			if c != nil && c.Result != nil {
+				r = c.Result
+			}
+			call := last.ToolCalls[i]
+			tm := &desk.Message{ID: desk.NewID("msg"), SessionID: x.SessionID, SurfaceID: x.SurfaceID, ExecutionID: x.ID,
+				Role: desk.RoleTool, Text: r.Text, ToolCallID: call.ID, ToolName: call.Name, IsError: r.IsError, CreatedAt: now}
+			if err := a.store.AppendMessage(ctx, tm); err != nil {
+				return false, err
+			}
+		}
+	}
 	const why = "desk restarted; the turn was interrupted"
 	aps, err := a.store.ListApprovals(ctx, x.SessionID, true)
 	if err != nil {

@@ -608,7 +608,7 @@ func TestRestartCommandUnknown(t *testing.T) {
 		if strings.Contains(req.last().text(), "next message") {
 			return chatAnswer{Text: "noted"}
 		}
-		return chatAnswer{Calls: []chatCall{{ID: "call_sleep", Name: "exec_command", Args: map[string]string{"command": "echo run >> /artifacts/runs.txt; sleep 30"}}}}
+		return chatAnswer{Calls: []chatCall{{ID: "call_sleep", Name: "exec_command", Args: map[string]string{"command": "echo run >> \"$DESK_ARTIFACTS/runs.txt\"; sleep 30"}}}}
 	})
 	w, d := newRestartWorld(t, model, map[string]any{"approval_mode": "full-access"})
 	exe := w.executionOf(d, w.send(d, "sleep a while"))
