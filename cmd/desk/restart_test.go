@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/store/sqlite"
 )
 
 // The restart tests run the real desk binary against a model server on
@@ -694,6 +696,88 @@ func TestRestartTitleJob(t *testing.T) {
 	time.Sleep(time.Second)
 	if model.titleRequests() != n {
 		t.Fatalf("title requests after a clean restart: %d, want %d", model.titleRequests(), n)
+	}
+	d.stop(syscall.SIGTERM)
+}
+
+// TestRestartReadOnlyRerun: in a step that waits for an approval, calls
+// that were running when desk died are settled by their tool's
+// declaration: a read-only one (list_files) runs again, any other
+// (write_file) ends unknown and the model is told so; the gated call runs
+// once approved, and the model is asked once more in all.
+func TestRestartReadOnlyRerun(t *testing.T) {
+	if _, err := sandbox.Detect(); err != nil {
+		t.Skipf("no working sandbox here: %v", err)
+	}
+	calls := []chatCall{
+		{ID: "call_exec", Name: "exec_command", Args: map[string]string{"command": "echo gated"}},
+		{ID: "call_list", Name: "list_files", Args: map[string]string{"path": "/"}},
+		{ID: "call_write", Name: "write_file", Args: map[string]string{"path": "/scratch/note.txt", "content": "x"}},
+	}
+	model := newChatModel(t, asking(calls...))
+	w, d := newRestartWorld(t, model, map[string]any{"approval_mode": "user"})
+	exe := w.executionOf(d, w.send(d, "three things"))
+	waitUntil(t, "the approval and the other calls' results", func() bool {
+		done := 0
+		for _, c := range d.commands(w.ses.ID) {
+			if c.Status == desk.CommandWaiting || c.Status == desk.CommandSucceeded {
+				done++
+			}
+		}
+		return done == 3
+	})
+	d.stop(syscall.SIGKILL)
+
+	// Make the record say what a crash while they ran leaves: running,
+	// with no result.
+	st, err := sqlite.Open(context.Background(), layout.Home{Root: w.home}.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := st.ListCommands(context.Background(), []string{exe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.Tool != "exec_command" {
+			c.Status, c.Result, c.FinishedAt, c.Output, c.Facts = desk.CommandRunning, nil, nil, "", nil
+			if err := st.UpdateCommand(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st.Close()
+
+	d = w.start()
+	checkWaiting(t, d, exe)
+	var pend struct{ Approvals []*desk.Approval }
+	d.call("GET", "/v1/sessions/"+w.ses.ID+"/approvals?pending=true", nil, &pend)
+	if len(pend.Approvals) != 1 {
+		t.Fatalf("pending approvals after the restart: %+v", pend.Approvals)
+	}
+	d.call("POST", "/v1/approvals/"+pend.Approvals[0].ID, map[string]string{"decision": "approve"}, nil)
+	if x := d.settled(exe); x.Phase != desk.PhaseEnded {
+		t.Fatalf("the turn: %s (%s)", x.Phase, x.Reason)
+	}
+	status := map[string]string{}
+	for _, c := range d.commands(w.ses.ID) {
+		status[c.Tool] = c.Status
+	}
+	if status["exec_command"] != desk.CommandSucceeded || status["list_files"] != desk.CommandSucceeded || status["write_file"] != desk.CommandUnknown {
+		t.Fatalf("statuses after the restart: %v", status)
+	}
+	reqs := model.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model requests: %d, want 2", len(reqs))
+	}
+	if res, _ := reqs[1].toolResult("call_write"); !strings.Contains(res, "interrupted: outcome unknown") {
+		t.Fatalf("the write's result: %q", res)
+	}
+	if res, _ := reqs[1].toolResult("call_list"); strings.Contains(res, "interrupted") || !strings.Contains(res, "scratch") {
+		t.Fatalf("the listing's result: %q", res)
+	}
+	if res, _ := reqs[1].toolResult("call_exec"); !strings.Contains(res, "gated") {
+		t.Fatalf("the approved command's result: %q", res)
 	}
 	d.stop(syscall.SIGTERM)
 }
