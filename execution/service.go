@@ -4,8 +4,9 @@
 // execution at a time per surface, interrupted only by its exact id, and
 // settled with its events published after the commit. It recovers what a
 // dead desk process left behind: executions that may have started are shown
-// interrupted (owner-restarted) and never re-run; claims that never started
-// go back to the front of their queue.
+// interrupted (owner-restarted) and never re-run, except one whose turn
+// waits on a person, which this process adopts and continues (Resumer);
+// claims that never started go back to the front of their queue.
 //
 // It must never run two executions of one surface at once (the store's
 // unique index is the last word), never re-send a turn whose model call may

@@ -98,10 +98,12 @@ func (r chatRequest) toolResult(callID string) (string, bool) {
 	return "", false
 }
 
-// chatAnswer is one streamed answer: text, or tool calls.
+// chatAnswer is one streamed answer: text, or tool calls. Hold makes the
+// request hang until the client goes away (a model call in flight).
 type chatAnswer struct {
 	Text  string
 	Calls []chatCall
+	Hold  bool
 }
 
 type chatCall struct {
@@ -145,6 +147,10 @@ func (m *chatModel) serve(w http.ResponseWriter, r *http.Request) {
 	ans := chatAnswer{Text: "Restarted turns"}
 	if !title {
 		ans = m.script(req)
+	}
+	if ans.Hold {
+		<-r.Context().Done()
+		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	chunk := func(delta map[string]any, finish any) {
@@ -778,6 +784,28 @@ func TestRestartReadOnlyRerun(t *testing.T) {
 	}
 	if res, _ := reqs[1].toolResult("call_exec"); !strings.Contains(res, "gated") {
 		t.Fatalf("the approved command's result: %q", res)
+	}
+	d.stop(syscall.SIGTERM)
+}
+
+// TestRestartModelCallInFlight: a turn whose model call was in flight when
+// desk was killed is interrupted (owner-restarted) and its request is never
+// sent again.
+func TestRestartModelCallInFlight(t *testing.T) {
+	model := newChatModel(t, func(chatRequest) chatAnswer { return chatAnswer{Hold: true} })
+	w, d := newRestartWorld(t, model, map[string]any{})
+	exe := w.executionOf(d, w.send(d, "think hard"))
+	waitUntil(t, "the model call", func() bool { return len(model.requests()) == 1 })
+	d.stop(syscall.SIGKILL)
+
+	d = w.start()
+	x := d.settled(exe)
+	if x.Phase != desk.PhaseInterrupted || x.Reason != "owner-restarted" {
+		t.Fatalf("the execution after the crash: %s (%s)", x.Phase, x.Reason)
+	}
+	time.Sleep(2 * time.Second) // time to send it again, were it to be
+	if n := len(model.requests()); n != 1 {
+		t.Fatalf("model requests: %d, want 1", n)
 	}
 	d.stop(syscall.SIGTERM)
 }
