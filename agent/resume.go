@@ -45,10 +45,12 @@ func synthesized(code, msg string) *desk.CommandResult {
 // runs again when the turn continues). The turn can continue when its
 // last step is recorded (the assistant message with its calls) and one of
 // those calls waits on a person: an approval, a blocking question, or a
-// plan card still pending. Otherwise — the model call was in flight, or
-// a tool ran with nobody to wait for — the execution is interrupted and
-// everything left open is closed: waiting calls are cancelled, pending
-// approvals and questions withdrawn.
+// plan card still pending (or decided while the call had not started).
+// Otherwise — the model call was in flight, or a tool ran with nobody to
+// wait for — the execution is interrupted and everything left open is
+// closed: waiting calls are cancelled, pending approvals and questions
+// withdrawn, and the last step's calls get their results in the
+// transcript.
 func (a *Agent) RecoverTurn(ctx context.Context, x *desk.Execution, canResume bool) (bool, error) {
 	msgs, err := a.executionMessages(ctx, x)
 	if err != nil {
@@ -68,7 +70,14 @@ func (a *Agent) RecoverTurn(ctx context.Context, x *desk.Execution, canResume bo
 	if canResume && last != nil {
 		stepCmds = matchCommands(last.ToolCalls, cmds)
 		for _, c := range stepCmds {
-			if c != nil && c.Result == nil && waits[c.ID] {
+			if c == nil || c.Result != nil {
+				continue
+			}
+			pending, asked := waits[c.ID]
+			// Waiting on a person, or decided while the call had not
+			// started yet (or can find its decision again): the step
+			// goes on from the decision.
+			if asked && (pending || c.Status == desk.CommandRequested || c.Status == desk.CommandWaiting || reentrant[c.Tool]) {
 				resume = true
 			}
 		}
@@ -176,17 +185,18 @@ func (a *Agent) RecoverTurn(ctx context.Context, x *desk.Execution, canResume bo
 	return false, nil
 }
 
-// personWaits are the commands of x that wait on a person: a pending
-// approval, a pending blocking question, a plan card not yet decided.
+// personWaits maps the commands of x that asked a person — an approval,
+// a blocking question, a plan card — to whether the answer is still
+// pending. Withdrawn requests do not count.
 func (a *Agent) personWaits(ctx context.Context, x *desk.Execution) (map[string]bool, error) {
 	out := map[string]bool{}
-	aps, err := a.store.ListApprovals(ctx, x.SessionID, true)
+	aps, err := a.store.ListApprovals(ctx, x.SessionID, false)
 	if err != nil {
 		return nil, err
 	}
 	for _, ap := range aps {
-		if ap.ExecutionID == x.ID {
-			out[ap.CommandID] = true
+		if ap.ExecutionID == x.ID && ap.Status != desk.ApprovalCancelled {
+			out[ap.CommandID] = out[ap.CommandID] || ap.Status == desk.ApprovalPending
 		}
 	}
 	rs, err := a.store.ListInputRequests(ctx, x.SessionID)
@@ -194,8 +204,8 @@ func (a *Agent) personWaits(ctx context.Context, x *desk.Execution) (map[string]
 		return nil, err
 	}
 	for _, r := range rs {
-		if r.ExecutionID == x.ID && r.Blocking && r.Status == desk.InputPending {
-			out[r.CommandID] = true
+		if r.ExecutionID == x.ID && r.Blocking && r.Status != desk.InputCancelled {
+			out[r.CommandID] = out[r.CommandID] || r.Status == desk.InputPending
 		}
 	}
 	ps, err := a.store.ListPlans(ctx, x.ID)
@@ -203,9 +213,7 @@ func (a *Agent) personWaits(ctx context.Context, x *desk.Execution) (map[string]
 		return nil, err
 	}
 	for _, p := range ps {
-		if p.Status == desk.PlanProposed {
-			out[p.CommandID] = true
-		}
+		out[p.CommandID] = out[p.CommandID] || p.Status == desk.PlanProposed
 	}
 	return out, nil
 }
