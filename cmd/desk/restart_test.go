@@ -20,6 +20,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/store/postgres/pgtest"
 	"github.com/desk-runtime/desk/store/sqlite"
 )
 
@@ -409,64 +410,74 @@ func TestRestartApprovalWait(t *testing.T) {
 		t.Skipf("no working sandbox here: %v", err)
 	}
 	for _, s := range signals {
-		t.Run(s.name, func(t *testing.T) {
-			model := newChatModel(t, func(req chatRequest) chatAnswer {
-				if req.last().Role == "user" && strings.Contains(req.last().text(), "follow-up") {
-					return chatAnswer{Text: "follow-up answered"}
-				}
-				return asking(chatCall{ID: "call_approve", Name: "exec_command", Args: map[string]string{"command": "echo approved-after-restart"}})(req)
-			})
-			w, d := newRestartWorld(t, model, map[string]any{"approval_mode": "user"})
-			exe := w.executionOf(d, w.send(d, "run the command"))
-			var pend struct{ Approvals []*desk.Approval }
-			waitUntil(t, "the approval request", func() bool {
-				d.call("GET", "/v1/sessions/"+w.ses.ID+"/approvals?pending=true", nil, &pend)
-				return len(pend.Approvals) == 1
-			})
-			ap := pend.Approvals[0]
-			d.stop(s.sig)
-
-			d = w.start()
-			checkWaiting(t, d, exe)
-			d.call("GET", "/v1/sessions/"+w.ses.ID+"/approvals?pending=true", nil, &pend)
-			if len(pend.Approvals) != 1 || pend.Approvals[0].ID != ap.ID || pend.Approvals[0].Status != desk.ApprovalPending {
-				t.Fatalf("pending approvals after the restart: %+v (want %s)", pend.Approvals, ap.ID)
-			}
-			cmds := d.commands(w.ses.ID)
-			if len(cmds) != 1 || cmds[0].Status != desk.CommandWaiting {
-				t.Fatalf("commands after the restart: %+v", cmds)
-			}
-			// One execution per surface: a follow-up queues behind the
-			// waiting turn.
-			follow := w.send(d, "a follow-up")
-			time.Sleep(time.Second)
-			if it := w.item(d, follow); it.Status != desk.QueueStatusQueued {
-				t.Fatalf("the follow-up while the turn waits: %s", it.Status)
-			}
-
-			d.call("POST", "/v1/approvals/"+ap.ID, map[string]string{"decision": "approve"}, nil)
-			x := d.settled(exe)
-			if x.Phase != desk.PhaseEnded {
-				t.Fatalf("the turn after approval: %s (%s)", x.Phase, x.Reason)
-			}
-			cmds = d.commands(w.ses.ID)
-			if cmds[0].Status != desk.CommandSucceeded || strings.TrimSpace(cmds[0].Output) != "approved-after-restart" {
-				t.Fatalf("the approved command: %+v", cmds[0])
-			}
-			fx := d.settled(w.executionOf(d, follow))
-			if fx.Phase != desk.PhaseEnded || !fx.StartedAt.After(*x.FinishedAt) && !fx.StartedAt.Equal(*x.FinishedAt) {
-				t.Fatalf("the follow-up: %+v (the turn finished %v)", fx, x.FinishedAt)
-			}
-			reqs := model.requests()
-			if len(reqs) != 3 {
-				t.Fatalf("model requests: %d, want 3 (ask, after the result, the follow-up)", len(reqs))
-			}
-			if res, ok := reqs[1].toolResult("call_approve"); !ok || !strings.Contains(res, "approved-after-restart") {
-				t.Fatalf("the second request's tool result: %q", res)
-			}
-			d.stop(syscall.SIGTERM)
-		})
+		t.Run(s.name, func(t *testing.T) { approvalRestart(t, s.sig) })
 	}
+}
+
+// TestRestartApprovalWaitPostgres is the kill -9 case on Postgres.
+func TestRestartApprovalWaitPostgres(t *testing.T) {
+	if _, err := sandbox.Detect(); err != nil {
+		t.Skipf("no working sandbox here: %v", err)
+	}
+	approvalRestart(t, syscall.SIGKILL, "DESK_POSTGRES="+pgtest.DSN(t))
+}
+
+func approvalRestart(t *testing.T, sig syscall.Signal, env ...string) {
+	model := newChatModel(t, func(req chatRequest) chatAnswer {
+		if req.last().Role == "user" && strings.Contains(req.last().text(), "follow-up") {
+			return chatAnswer{Text: "follow-up answered"}
+		}
+		return asking(chatCall{ID: "call_approve", Name: "exec_command", Args: map[string]string{"command": "echo approved-after-restart"}})(req)
+	})
+	w, d := newRestartWorld(t, model, map[string]any{"approval_mode": "user"}, env...)
+	exe := w.executionOf(d, w.send(d, "run the command"))
+	var pend struct{ Approvals []*desk.Approval }
+	waitUntil(t, "the approval request", func() bool {
+		d.call("GET", "/v1/sessions/"+w.ses.ID+"/approvals?pending=true", nil, &pend)
+		return len(pend.Approvals) == 1
+	})
+	ap := pend.Approvals[0]
+	d.stop(sig)
+
+	d = w.start()
+	checkWaiting(t, d, exe)
+	d.call("GET", "/v1/sessions/"+w.ses.ID+"/approvals?pending=true", nil, &pend)
+	if len(pend.Approvals) != 1 || pend.Approvals[0].ID != ap.ID || pend.Approvals[0].Status != desk.ApprovalPending {
+		t.Fatalf("pending approvals after the restart: %+v (want %s)", pend.Approvals, ap.ID)
+	}
+	cmds := d.commands(w.ses.ID)
+	if len(cmds) != 1 || cmds[0].Status != desk.CommandWaiting {
+		t.Fatalf("commands after the restart: %+v", cmds)
+	}
+	// One execution per surface: a follow-up queues behind the
+	// waiting turn.
+	follow := w.send(d, "a follow-up")
+	time.Sleep(time.Second)
+	if it := w.item(d, follow); it.Status != desk.QueueStatusQueued {
+		t.Fatalf("the follow-up while the turn waits: %s", it.Status)
+	}
+
+	d.call("POST", "/v1/approvals/"+ap.ID, map[string]string{"decision": "approve"}, nil)
+	x := d.settled(exe)
+	if x.Phase != desk.PhaseEnded {
+		t.Fatalf("the turn after approval: %s (%s)", x.Phase, x.Reason)
+	}
+	cmds = d.commands(w.ses.ID)
+	if cmds[0].Status != desk.CommandSucceeded || strings.TrimSpace(cmds[0].Output) != "approved-after-restart" {
+		t.Fatalf("the approved command: %+v", cmds[0])
+	}
+	fx := d.settled(w.executionOf(d, follow))
+	if fx.Phase != desk.PhaseEnded || !fx.StartedAt.After(*x.FinishedAt) && !fx.StartedAt.Equal(*x.FinishedAt) {
+		t.Fatalf("the follow-up: %+v (the turn finished %v)", fx, x.FinishedAt)
+	}
+	reqs := model.requests()
+	if len(reqs) != 3 {
+		t.Fatalf("model requests: %d, want 3 (ask, after the result, the follow-up)", len(reqs))
+	}
+	if res, ok := reqs[1].toolResult("call_approve"); !ok || !strings.Contains(res, "approved-after-restart") {
+		t.Fatalf("the second request's tool result: %q", res)
+	}
+	d.stop(syscall.SIGTERM)
 }
 
 // TestRestartInputWait: a blocking request_user_input survives SIGTERM and
