@@ -56,15 +56,9 @@ func (a *Agent) waitFor(ctx context.Context, id string, deadline time.Time, done
 	}
 }
 
-// interrupted is the error a wait on a person ends with when its turn
-// stops: a suspension when desk is shutting down (the wait is kept for the
-// next process), else the context's error (the caller withdraws the wait).
-func (tr *turn) interrupted(err error) (error, bool) {
-	if tr.closing() {
-		return execution.ErrSuspended, true
-	}
-	return err, false
-}
+// A wait on a person that ends because desk is shutting down (closing)
+// is kept, not withdrawn: it returns execution.ErrSuspended and the next
+// desk process continues the turn from it.
 
 // gate decides whether a gated call may start, by the workspace's approval
 // mode: user (a person decides), auto-review (a reviewer decides and gives
@@ -113,8 +107,8 @@ func (tr *turn) gate(cmd *desk.Command, summary string) (bool, string, error) {
 		return cur.Status != desk.ApprovalPending, nil
 	})
 	if err != nil {
-		if err, kept := tr.interrupted(err); kept {
-			return false, "", err
+		if tr.closing() {
+			return false, "", execution.ErrSuspended
 		}
 		// Interrupted while waiting: the request is withdrawn.
 		if _, derr := tr.a.store.DecideApproval(context.Background(), ap.ID, desk.ApprovalCancelled, "system", "the turn was interrupted", desk.Now()); derr == nil {
@@ -249,8 +243,8 @@ func (tr *turn) ask(ctx context.Context, commandID string, qs []desk.InputQuesti
 		return cur.Status != desk.InputPending, nil
 	})
 	if err != nil {
-		if err, kept := tr.interrupted(err); kept {
-			return nil, false, err
+		if tr.closing() {
+			return nil, false, execution.ErrSuspended
 		}
 		tr.a.store.AnswerInputRequest(context.Background(), r.ID, desk.InputCancelled, nil, desk.Now())
 		return nil, false, err
@@ -320,7 +314,9 @@ func (tr *turn) propose(ctx context.Context, commandID string, card json.RawMess
 		return cur.Status != desk.PlanProposed, nil
 	})
 	if err != nil {
-		err, _ = tr.interrupted(err)
+		if tr.closing() {
+			return "", "", execution.ErrSuspended
+		}
 		return "", "", err
 	}
 	if got.Status == desk.PlanApproved {
