@@ -28,7 +28,8 @@ import (
 // loopback, stop it (SIGTERM) or kill it (SIGKILL) while a turn waits on a
 // person, start it again on the same DESK_HOME, answer, and check that the
 // turn completes without the model being asked again for the step that
-// asked.
+// asked, and that the API, `desk exec show` and the web UI show the wait
+// after the restart as they do a live one.
 //
 // chatModel is a minimal OpenAI-compatible chat-completions server (the
 // strict provider server of agent/provider/strict was not on main when
@@ -270,6 +271,23 @@ func (d *deskProc) call(method, path string, body, out any) int {
 	return resp.StatusCode
 }
 
+// webPage fetches a page of the web UI, signed in with the admin token.
+func (d *deskProc) webPage(path string) string {
+	d.t.Helper()
+	req, _ := http.NewRequest("GET", d.url+path, nil)
+	req.AddCookie(&http.Cookie{Name: "desk_token", Value: d.token})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		d.t.Fatalf("GET %s = %d", path, resp.StatusCode)
+	}
+	return string(b)
+}
+
 func (d *deskProc) execution(id string) *desk.Execution {
 	var x desk.Execution
 	d.call("GET", "/v1/executions/"+id, nil, &x)
@@ -449,6 +467,10 @@ func approvalRestart(t *testing.T, sig syscall.Signal, env ...string) {
 	if len(cmds) != 1 || cmds[0].Status != desk.CommandWaiting {
 		t.Fatalf("commands after the restart: %+v", cmds)
 	}
+	// The web UI shows the approval card, as for a live wait.
+	if page := d.webPage("/w/" + w.ws.ID + "/s/" + w.ses.ID); !strings.Contains(page, `id="apr-`+ap.ID+`"`) {
+		t.Fatalf("the session page after the restart has no card for %s", ap.ID)
+	}
 	// One execution per surface: a follow-up queues behind the
 	// waiting turn.
 	follow := w.send(d, "a follow-up")
@@ -510,6 +532,9 @@ func TestRestartInputWait(t *testing.T) {
 			d.call("GET", "/v1/sessions/"+w.ses.ID+"/input-requests", nil, &rs)
 			if len(rs.InputRequests) != 1 || rs.InputRequests[0].Status != desk.InputPending || !rs.InputRequests[0].Deadline.Equal(*r.Deadline) {
 				t.Fatalf("the question after the restart: %+v (deadline before %v)", rs.InputRequests, r.Deadline)
+			}
+			if page := d.webPage("/w/" + w.ws.ID + "/s/" + w.ses.ID); !strings.Contains(page, `id="inp-`+r.ID+`"`) {
+				t.Fatalf("the session page after the restart has no card for %s", r.ID)
 			}
 			d.call("POST", "/v1/input-requests/"+r.ID+"/answer", map[string]any{"answers": map[string]string{"color": "blue"}}, nil)
 			x := d.settled(exe)
@@ -589,6 +614,9 @@ func TestRestartPlanWait(t *testing.T) {
 
 			d = w.start()
 			checkWaiting(t, d, exe)
+			if page := d.webPage("/w/" + w.ws.ID + "/s/" + w.ses.ID); !strings.Contains(page, `id="pln-`+p.ID+`"`) {
+				t.Fatalf("the session page after the restart has no card for %s", p.ID)
+			}
 			d.call("POST", "/v1/plans/"+p.ID+"/approve", nil, nil)
 			x := d.settled(exe)
 			if x.Phase != desk.PhaseEnded {
