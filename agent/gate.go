@@ -60,6 +60,14 @@ func (a *Agent) waitFor(ctx context.Context, id string, deadline time.Time, done
 // is kept, not withdrawn: it returns execution.ErrSuspended and the next
 // desk process continues the turn from it.
 
+// takenOver reports whether another desk process adopted the turn's
+// execution (it took this one for dead): the wait is that process's now,
+// so this one neither withdraws it nor acts on its answer.
+func (tr *turn) takenOver() bool {
+	x, err := tr.a.store.GetExecution(context.Background(), tr.t.Execution.ID)
+	return err == nil && x.Owner != tr.t.Execution.Owner
+}
+
 // gate decides whether a gated call may start, by the workspace's approval
 // mode: user (a person decides), auto-review (a reviewer decides and gives
 // its reason), full-access (no gate).
@@ -110,11 +118,17 @@ func (tr *turn) gate(cmd *desk.Command, summary string) (bool, string, error) {
 		if tr.closing() {
 			return false, "", execution.ErrSuspended
 		}
+		if tr.takenOver() {
+			return false, "", err
+		}
 		// Interrupted while waiting: the request is withdrawn.
 		if _, derr := tr.a.store.DecideApproval(context.Background(), ap.ID, desk.ApprovalCancelled, "system", "the turn was interrupted", desk.Now()); derr == nil {
 			tr.a.archive(tr.x.WorkspaceID, &archive.ApprovalResolved{Envelope: tr.envelope(), ApprovalID: ap.ID, Decision: "cancelled", Reason: "the turn was interrupted"})
 		}
 		return false, "", err
+	}
+	if tr.takenOver() {
+		return false, "", fmt.Errorf("execution %s was adopted by another desk process; it runs the approved call", tr.t.Execution.ID)
 	}
 	why := got.Reason
 	if why == "" {
@@ -229,7 +243,8 @@ func (tr *turn) ask(ctx context.Context, commandID string, qs []desk.InputQuesti
 	if !r.Blocking {
 		return def, true, nil
 	}
-	var deadline time.Time
+	// A request recorded before deadlines were kept waits from its start.
+	deadline := r.CreatedAt.Add(tr.a.opts.InputWait)
 	if r.Deadline != nil {
 		deadline = *r.Deadline
 	}
@@ -245,6 +260,9 @@ func (tr *turn) ask(ctx context.Context, commandID string, qs []desk.InputQuesti
 	if err != nil {
 		if tr.closing() {
 			return nil, false, execution.ErrSuspended
+		}
+		if tr.takenOver() {
+			return nil, false, err
 		}
 		tr.a.store.AnswerInputRequest(context.Background(), r.ID, desk.InputCancelled, nil, desk.Now())
 		return nil, false, err

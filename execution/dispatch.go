@@ -160,6 +160,16 @@ func (s *Service) run(item *desk.QueueItem, exe *desk.Execution, resumed bool) {
 		log.Info("left waiting on a person for the next desk process")
 		return
 	}
+	if r.stop.Load() {
+		if cur, gerr := s.store.GetExecution(context.Background(), exe.ID); gerr == nil && cur.Owner != s.owner.ID {
+			// Adopted by another process, which runs it in the same
+			// scratch now: nothing here is this process's to settle or
+			// remove.
+			suspended = true
+			log.Warn("let go of an execution another desk process adopted", "owner", cur.Owner)
+			return
+		}
+	}
 	// The scratch goes before the terminal phase commits, so whoever sees
 	// the execution settled never finds its scratch (PawWork S-H).
 	if rerr := os.RemoveAll(scratch); rerr != nil {

@@ -272,7 +272,7 @@ func (s *Service) loop() {
 }
 
 // noticeRemoteStops cancels executions of this process that another
-// process asked to stop.
+// process asked to stop, or adopted.
 func (s *Service) noticeRemoteStops(ctx context.Context) {
 	s.mu.Lock()
 	var rs []*running
@@ -284,10 +284,19 @@ func (s *Service) noticeRemoteStops(ctx context.Context) {
 	s.mu.Unlock()
 	for _, r := range rs {
 		x, err := s.store.GetExecution(ctx, r.exe.ID)
-		if err == nil && x.Phase == desk.PhaseStopping {
-			r.stop.Store(true)
-			r.cancel()
+		if err != nil {
+			continue
 		}
+		if x.Owner != s.owner.ID && x.Owner != "" {
+			// Another process took this one for dead and adopted the
+			// execution (its turn waits on a person): that process runs it
+			// now, and this one lets go.
+			s.log.Warn("another desk process adopted this execution; stopping it here", "execution_id", x.ID, "owner", x.Owner)
+		} else if x.Phase != desk.PhaseStopping {
+			continue
+		}
+		r.stop.Store(true)
+		r.cancel()
 	}
 }
 

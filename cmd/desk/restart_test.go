@@ -848,3 +848,50 @@ func TestRestartModelCallInFlight(t *testing.T) {
 	}
 	d.stop(syscall.SIGTERM)
 }
+
+// TestRestartTakeoverByPeer: a desk process that stops answering (frozen
+// past the owner TTL) while its turn waits for an approval is taken for
+// dead by a peer on the same database, which adopts the execution. When
+// the frozen process wakes, it lets go without withdrawing the approval,
+// and the approved command runs once, in the peer.
+func TestRestartTakeoverByPeer(t *testing.T) {
+	if _, err := sandbox.Detect(); err != nil {
+		t.Skipf("no working sandbox here: %v", err)
+	}
+	model := newChatModel(t, asking(chatCall{ID: "call_peer", Name: "exec_command", Args: map[string]string{"command": "echo ran-once"}}))
+	w, a := newRestartWorld(t, model, map[string]any{"approval_mode": "user"})
+	exe := w.executionOf(a, w.send(a, "run it"))
+	var pend struct{ Approvals []*desk.Approval }
+	waitUntil(t, "the approval request", func() bool {
+		a.call("GET", "/v1/sessions/"+w.ses.ID+"/approvals?pending=true", nil, &pend)
+		return len(pend.Approvals) == 1
+	})
+	ap := pend.Approvals[0]
+	ownerA := a.execution(exe).Owner
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	b := w.start()
+	waitUntil(t, "the peer to adopt the execution", func() bool { return b.execution(exe).Owner != ownerA })
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // the woken process notices within a poll
+	b.call("GET", "/v1/sessions/"+w.ses.ID+"/approvals?pending=true", nil, &pend)
+	if len(pend.Approvals) != 1 || pend.Approvals[0].ID != ap.ID {
+		t.Fatalf("the approval after the takeover: %+v", pend.Approvals)
+	}
+	b.call("POST", "/v1/approvals/"+ap.ID, map[string]string{"decision": "approve"}, nil)
+	if x := b.settled(exe); x.Phase != desk.PhaseEnded {
+		t.Fatalf("the turn: %s (%s)", x.Phase, x.Reason)
+	}
+	cmds := b.commands(w.ses.ID)
+	if len(cmds) != 1 || cmds[0].Status != desk.CommandSucceeded || strings.TrimSpace(cmds[0].Output) != "ran-once" {
+		t.Fatalf("the command: %d records, first %+v", len(cmds), *cmds[0])
+	}
+	if n := len(model.requests()); n != 2 {
+		t.Fatalf("model requests: %d, want 2", n)
+	}
+	a.stop(syscall.SIGTERM)
+	b.stop(syscall.SIGTERM)
+}
