@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent/provider/strict"
 	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/store/postgres/pgtest"
@@ -31,77 +30,44 @@ import (
 // asked, and that the API, `desk exec show` and the web UI show the wait
 // after the restart as they do a live one.
 //
-// chatModel is a minimal OpenAI-compatible chat-completions server (the
-// strict provider server of agent/provider/strict was not on main when
-// these tests were written): it streams what its script answers for each
-// request, in the server-sent events of the real API, and records every
-// request it receives.
+// chatModel wraps the strict Chat Completions server of
+// agent/provider/strict (every request desk sends is checked against
+// OpenAI's published request schema and the conversation rules, so a
+// resumed turn must send a request the real API accepts) with a script
+// and a record of the turn requests, kept apart from title requests.
 type chatModel struct {
 	t      *testing.T
-	srv    *httptest.Server
+	srv    *strict.Server
 	script func(req chatRequest) chatAnswer
+	// release ends the requests that hold (a model call in flight, a
+	// hanging title call) when the test ends.
+	release chan struct{}
 
 	mu     sync.Mutex
-	turns  []chatRequest // turn requests, in order
-	titles []chatRequest // title requests
-	// holdTitles, when set, makes title requests hang until the client
-	// goes away.
+	turns  []chatRequest // turn requests, in order, as they arrive
+	titles int           // title requests
+	// holdTitles, when set, makes title requests hang.
 	holdTitles bool
 }
 
-type chatMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCallID string          `json:"tool_call_id"`
-	ToolCalls  []struct {
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
-}
-
-// text is the message's content as text (a string, or text parts).
-func (m chatMessage) text() string {
-	var s string
-	if json.Unmarshal(m.Content, &s) == nil {
-		return s
-	}
-	var parts []struct{ Text string }
-	_ = json.Unmarshal(m.Content, &parts)
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text)
-	}
-	return b.String()
-}
-
-type chatRequest struct {
-	Model    string        `json:"model"`
-	Messages []chatMessage `json:"messages"`
-	Tools    []struct {
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-	} `json:"tools"`
-}
+// chatRequest is one accepted Chat Completions request.
+type chatRequest struct{ *strict.ChatRequest }
 
 // last is the request's last message.
-func (r chatRequest) last() chatMessage { return r.Messages[len(r.Messages)-1] }
+func (r chatRequest) last() strict.ChatMessage { return r.Messages[len(r.Messages)-1] }
 
 // toolResult is the text of the result of the tool call named callID.
 func (r chatRequest) toolResult(callID string) (string, bool) {
 	for _, m := range r.Messages {
 		if m.Role == "tool" && m.ToolCallID == callID {
-			return m.text(), true
+			return m.Text, true
 		}
 	}
 	return "", false
 }
 
 // chatAnswer is one streamed answer: text, or tool calls. Hold makes the
-// request hang until the client goes away (a model call in flight).
+// request hang until the test ends (a model call in flight).
 type chatAnswer struct {
 	Text  string
 	Calls []chatCall
@@ -114,67 +80,48 @@ type chatCall struct {
 }
 
 func newChatModel(t *testing.T, script func(req chatRequest) chatAnswer) *chatModel {
-	m := &chatModel{t: t, script: script}
-	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
-	t.Cleanup(m.srv.Close)
+	m := &chatModel{t: t, script: script, release: make(chan struct{}), srv: strict.NewOpenAI(t)}
+	m.srv.Respond(m.respond)
+	t.Cleanup(func() {
+		close(m.release)
+		for _, r := range m.srv.Rejected() {
+			t.Errorf("the strict server refused a request of desk: %d %s", r.Status, r.Error)
+		}
+	})
 	return m
 }
 
 // spec is the DESK_MODEL of the server.
-func (m *chatModel) spec() string { return "openai-compatible:" + m.srv.URL + "/v1#restart-model" }
+func (m *chatModel) spec() string { return "openai-compatible:" + m.srv.BaseURL() + "#restart-model" }
 
-func (m *chatModel) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-		http.Error(w, `{"error":{"message":"not found","type":"invalid_request_error"}}`, http.StatusNotFound)
-		return
-	}
-	var req chatRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
-		http.Error(w, `{"error":{"message":"bad request","type":"invalid_request_error"}}`, http.StatusBadRequest)
-		return
-	}
-	title := req.Messages[0].Role == "system" && strings.Contains(req.Messages[0].text(), "Write a title")
+func (m *chatModel) respond(r strict.Request) strict.Reply {
+	req := chatRequest{r.Chat}
+	title := len(req.Messages) > 0 && req.Messages[0].Role == "system" && strings.Contains(req.Messages[0].Text, "Write a title")
 	m.mu.Lock()
 	hold := title && m.holdTitles
 	if title {
-		m.titles = append(m.titles, req)
+		m.titles++
 	} else {
 		m.turns = append(m.turns, req)
 	}
 	m.mu.Unlock()
-	if hold {
-		<-r.Context().Done()
-		return
+	usage := strict.Usage{Input: 100, Output: 10}
+	if title {
+		if hold {
+			<-m.release
+		}
+		return strict.Reply{Text: "Restarted turns", Usage: usage}
 	}
-	ans := chatAnswer{Text: "Restarted turns"}
-	if !title {
-		ans = m.script(req)
-	}
+	ans := m.script(req)
 	if ans.Hold {
-		<-r.Context().Done()
-		return
+		<-m.release
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	chunk := func(delta map[string]any, finish any) {
-		b, _ := json.Marshal(map[string]any{"id": "chatcmpl-restart", "object": "chat.completion.chunk", "created": 1767225600, "model": req.Model,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
-		fmt.Fprintf(w, "data: %s\n\n", b)
-	}
-	chunk(map[string]any{"role": "assistant", "content": ""}, nil)
-	finish := "stop"
-	if ans.Text != "" {
-		chunk(map[string]any{"content": ans.Text}, nil)
-	}
-	for i, c := range ans.Calls {
+	reply := strict.Reply{Text: ans.Text, Usage: usage}
+	for _, c := range ans.Calls {
 		args, _ := json.Marshal(c.Args)
-		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function",
-			"function": map[string]any{"name": c.Name, "arguments": string(args)}}}}, nil)
-		finish = "tool_calls"
+		reply.ToolCalls = append(reply.ToolCalls, strict.Call{ID: c.ID, Name: c.Name, Arguments: string(args)})
 	}
-	chunk(map[string]any{}, finish)
-	b, _ := json.Marshal(map[string]any{"id": "chatcmpl-restart", "object": "chat.completion.chunk", "created": 1767225600, "model": req.Model,
-		"choices": []any{}, "usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
-	fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
+	return reply
 }
 
 // requests returns the turn requests so far.
@@ -187,7 +134,7 @@ func (m *chatModel) requests() []chatRequest {
 func (m *chatModel) titleRequests() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.titles)
+	return m.titles
 }
 
 // asking answers the user's message with calls and the request that
@@ -442,7 +389,7 @@ func TestRestartApprovalWaitPostgres(t *testing.T) {
 
 func approvalRestart(t *testing.T, sig syscall.Signal, env ...string) {
 	model := newChatModel(t, func(req chatRequest) chatAnswer {
-		if req.last().Role == "user" && strings.Contains(req.last().text(), "follow-up") {
+		if req.last().Role == "user" && strings.Contains(req.last().Text, "follow-up") {
 			return chatAnswer{Text: "follow-up answered"}
 		}
 		return asking(chatCall{ID: "call_approve", Name: "exec_command", Args: map[string]string{"command": "echo approved-after-restart"}})(req)
@@ -631,7 +578,7 @@ func TestRestartPlanWait(t *testing.T) {
 			}
 			pinned := false
 			for _, m := range reqs[1].Messages {
-				if strings.Contains(m.text(), "Survive the restart") && m.Role != "assistant" && m.Role != "tool" {
+				if strings.Contains(m.Text, "Survive the restart") && m.Role != "assistant" && m.Role != "tool" {
 					pinned = true
 				}
 			}
@@ -652,7 +599,7 @@ func TestRestartCommandUnknown(t *testing.T) {
 		t.Skipf("no working sandbox here: %v", err)
 	}
 	model := newChatModel(t, func(req chatRequest) chatAnswer {
-		if strings.Contains(req.last().text(), "next message") {
+		if strings.Contains(req.last().Text, "next message") {
 			return chatAnswer{Text: "noted"}
 		}
 		return chatAnswer{Calls: []chatCall{{ID: "call_sleep", Name: "exec_command", Args: map[string]string{"command": "echo run >> \"$DESK_ARTIFACTS/runs.txt\"; sleep 30"}}}}
