@@ -99,7 +99,9 @@ func artifactURI(ses, art string) string {
 	return "desk://sessions/" + url.PathEscape(ses) + "/artifacts/" + url.PathEscape(art)
 }
 
-func transcriptURI(ses string) string { return "desk://sessions/" + url.PathEscape(ses) + "/transcript" }
+func transcriptURI(ses string) string {
+	return "desk://sessions/" + url.PathEscape(ses) + "/transcript"
+}
 
 // parseURI splits a desk:// URI into its session and, for an artifact, its
 // artifact id; ok is false for anything else.

@@ -93,12 +93,24 @@ type (
 
 // Tool results: always an object, so hosts get structured content.
 type (
-	workspacesOut  struct{ Workspaces []*desk.Workspace `json:"workspaces"` }
-	sessionsOut    struct{ Sessions []*desk.Session `json:"sessions"` }
-	messagesOut    struct{ Messages []*desk.Message `json:"messages"` }
-	artifactsOut   struct{ Artifacts []*desk.Artifact `json:"artifacts"` }
-	approvalsOut   struct{ Approvals []*desk.Approval `json:"approvals"` }
-	inputsOut      struct{ InputRequests []*desk.InputRequest `json:"input_requests"` }
+	workspacesOut struct {
+		Workspaces []*desk.Workspace `json:"workspaces"`
+	}
+	sessionsOut struct {
+		Sessions []*desk.Session `json:"sessions"`
+	}
+	messagesOut struct {
+		Messages []*desk.Message `json:"messages"`
+	}
+	artifactsOut struct {
+		Artifacts []*desk.Artifact `json:"artifacts"`
+	}
+	approvalsOut struct {
+		Approvals []*desk.Approval `json:"approvals"`
+	}
+	inputsOut struct {
+		InputRequests []*desk.InputRequest `json:"input_requests"`
+	}
 	artifactReadOut struct {
 		Artifact *desk.Artifact `json:"artifact"`
 		// Text is set for text artifacts, ContentBase64 for the others.
