@@ -304,7 +304,7 @@ func NewHTTPHandler(api http.Handler, o HTTPOptions) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	hc := &http.Client{Transport: handlerTransport{h: api}}
+	hc := &http.Client{Transport: handlerTransport{h: api, logger: o.Logger}}
 	return Transport(func(r *http.Request) *sdk.Server {
 		// Transport authenticated this request already: the token is there.
 		var tok string

@@ -2,7 +2,9 @@ package mcpserver
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"sync"
 )
 
@@ -13,7 +15,8 @@ import (
 // RoundTrip returns as soon as the handler writes its header, and the body
 // is read while the handler still writes it (live event streams).
 type handlerTransport struct {
-	h http.Handler
+	h      http.Handler
+	logger *slog.Logger
 }
 
 func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -28,11 +31,14 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		in.Body = http.NoBody
 	}
 	go func() {
+		// A panicking handler must not take the process down (net/http
+		// would have recovered it too): the caller sees a 500, or a body
+		// cut short if the header was already sent.
 		defer func() {
 			if p := recover(); p != nil {
+				t.logger.Error("in-process request panicked", "method", in.Method, "path", in.URL.Path, "panic", p, "stack", string(debug.Stack()))
 				w.WriteHeader(http.StatusInternalServerError)
 				pw.CloseWithError(io.ErrUnexpectedEOF)
-				panic(p)
 			}
 		}()
 		t.h.ServeHTTP(w, in)

@@ -188,8 +188,14 @@ func TestEveryToolResourceAndPrompt(t *testing.T) {
 	var got []string
 	for _, tl := range tools.Tools {
 		got = append(got, tl.Name)
-		if tl.OutputSchema == nil {
-			t.Errorf("%s has no output schema", tl.Name)
+		for what, sch := range map[string]any{"input": tl.InputSchema, "output": tl.OutputSchema} {
+			b, _ := json.Marshal(sch)
+			var s struct {
+				Type any `json:"type"`
+			}
+			if json.Unmarshal(b, &s); s.Type != "object" {
+				t.Errorf("%s's %s schema has type %v, want object", tl.Name, what, s.Type)
+			}
 		}
 		if tl.Name == "session_send" {
 			b, _ := json.Marshal(tl.InputSchema)

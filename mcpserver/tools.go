@@ -149,8 +149,14 @@ var schemaOpts = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschem
 	reflect.TypeFor[json.RawMessage](): {},
 }}
 
+// schemaFor is T's schema; a pointer type has its element's schema, since
+// MCP requires tool schemas of type "object" (never "null").
 func schemaFor[T any]() *jsonschema.Schema {
-	s, err := jsonschema.For[T](schemaOpts)
+	rt := reflect.TypeFor[T]()
+	if rt.Kind() == reflect.Pointer {
+		rt = rt.Elem()
+	}
+	s, err := jsonschema.ForType(rt, schemaOpts)
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: schema of %T: %v", *new(T), err))
 	}
@@ -397,16 +403,9 @@ func (b *backend) sessionSend(ctx context.Context, req *sdk.CallToolRequest, in 
 	if !in.Wait {
 		return out, nil
 	}
-	log := slog.New(sdk.NewLoggingHandler(req.Session, &sdk.LoggingHandlerOptions{LoggerName: "desk"}))
-	token := req.Params.GetProgressToken()
-	var progress float64
-	notify := func(msg string) {
-		if token == nil {
-			return
-		}
-		progress++
-		_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: progress, Message: msg})
-	}
+	log := SessionLogger(req.Session)
+	prog := NewProgress(req)
+	notify := func(msg string) { prog.Step(ctx, msg) }
 	notify("queued " + res.Item.ID)
 	var final *desk.Execution
 	err = b.c.Events(ctx, client.EventFilter{Session: in.SessionID}, res.EventsAfter, func(e *desk.Event) error {
