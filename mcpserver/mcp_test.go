@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/client"
@@ -640,5 +641,74 @@ func TestStdio(t *testing.T) {
 	call(t, cs, "session_create", map[string]any{"workspace_id": w.ws, "title": "over stdio"}, &ses)
 	if ses.Actor != w.actorA {
 		t.Fatalf("stdio session actor = %s, want %s", ses.Actor, w.actorA)
+	}
+}
+
+// Approvals and questions answered through MCP, as an agent host would
+// on its user's behalf.
+func TestApprovalAndQuestionAnswered(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	cs := w.connect(t, w.tokA)
+
+	// A question: non-blocking, so the turn goes on with the recommended
+	// answer and the real answer is queued as its own turn.
+	question := map[string]any{"questions": []map[string]any{{"id": "color", "question": "Which color?",
+		"options": []map[string]any{{"label": "red", "recommended": true}, {"label": "blue"}}}}}
+	var qs desk.Session
+	call(t, cs, "session_create", map[string]any{"workspace_id": w.ws, "model": "script", "script": script(
+		map[string]any{"tool_calls": []map[string]any{{"name": "request_user_input", "arguments": question}}},
+		map[string]any{"text": "red for now"}, map[string]any{"text": "blue then"})}, &qs)
+	var sent struct {
+		Outcome string `json:"outcome"`
+	}
+	call(t, cs, "session_send", map[string]any{"session_id": qs.ID, "text": "paint it", "wait": true}, &sent)
+	var inp struct {
+		InputRequests []*desk.InputRequest `json:"input_requests"`
+	}
+	call(t, cs, "input_requests_list", map[string]any{"session_id": qs.ID}, &inp)
+	if len(inp.InputRequests) != 1 || inp.InputRequests[0].Status != desk.InputPending {
+		t.Fatalf("input_requests_list = %+v", inp.InputRequests)
+	}
+	var ans client.InputAnswered
+	call(t, cs, "input_answer", map[string]any{"input_request_id": inp.InputRequests[0].ID, "answers": map[string]string{"color": "blue"}}, &ans)
+	if ans.InputRequest.Status != desk.InputAnswered || ans.InputRequest.Answers["color"] != "blue" || ans.QueuedItem == nil {
+		t.Fatalf("input_answer = %+v", ans)
+	}
+	// A bad answer is desk's invalid, as a tool error.
+	if msg := callErr(t, cs, "input_answer", map[string]any{"input_request_id": inp.InputRequests[0].ID, "answers": map[string]string{"size": "L"}}); !strings.Contains(msg, "invalid") && !strings.Contains(msg, "conflict") {
+		t.Errorf("a bad answer: %s", msg)
+	}
+
+	// An approval: exec_command in the user approval mode waits for it.
+	if _, err := sandbox.Detect(); err != nil {
+		t.Skipf("no command sandbox here, so no exec_command to approve: %v", err)
+	}
+	if err := w.admin.Do(ctx, "PATCH", "/v1/workspaces/"+w.ws+"/agent", strings.NewReader(`{"approval_mode":"user"}`), "application/json", nil); err != nil {
+		t.Fatal(err)
+	}
+	var as desk.Session
+	call(t, cs, "session_create", map[string]any{"workspace_id": w.ws, "model": "script", "script": script(
+		map[string]any{"tool_calls": []map[string]any{{"name": "exec_command", "arguments": map[string]any{"command": "echo hi"}}}},
+		map[string]any{"text": "ran it"})}, &as)
+	var q struct {
+		QueuedItem *desk.QueueItem `json:"queued_item"`
+	}
+	call(t, cs, "session_send", map[string]any{"session_id": as.ID, "text": "run it"}, &q)
+	var apr struct{ Approvals []*desk.Approval }
+	eventually(t, "the approval request", func() bool {
+		call(t, cs, "approvals_list", map[string]any{"session_id": as.ID, "pending": true}, &apr)
+		return len(apr.Approvals) == 1
+	})
+	if apr.Approvals[0].Tool != "exec_command" || !strings.Contains(apr.Approvals[0].Summary, "echo hi") {
+		t.Fatalf("approvals_list = %+v", apr.Approvals[0])
+	}
+	var decided desk.Approval
+	call(t, cs, "approval_answer", map[string]any{"approval_id": apr.Approvals[0].ID, "decision": "deny", "reason": "not today"}, &decided)
+	if decided.Status != desk.ApprovalDenied || decided.Reason != "not today" {
+		t.Fatalf("approval_answer = %+v", decided)
+	}
+	if msg := callErr(t, cs, "approval_answer", map[string]any{"approval_id": apr.Approvals[0].ID, "decision": "approve"}); !strings.Contains(msg, "conflict") {
+		t.Errorf("answering twice: %s", msg)
 	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-
 	"github.com/desk-runtime/desk/mcpserver"
 	"github.com/spf13/cobra"
 )
@@ -27,7 +25,7 @@ stdout. A running desk also serves MCP over HTTP at /mcp; see docs/mcp.md.`,
 				return err
 			}
 			c.UserAgent = "desk-mcp/" + buildVersion()
-			return mcpserver.RunStdio(cmd.Context(), c, os.Stdin, os.Stdout, mcpserver.Options{Version: buildVersion()})
+			return mcpserver.RunStdio(cmd.Context(), c, cmd.InOrStdin(), cmd.OutOrStdout(), mcpserver.Options{Version: buildVersion()})
 		},
 	}
 }
