@@ -245,7 +245,8 @@ func renderTranscript(ms []*desk.Message) string {
 }
 
 // subscribe follows the session's live events and notifies the resource
-// when its artifact changes (or, for a transcript, when a message lands),
+// when its artifact changes (or, for a transcript, when the assistant
+// answers),
 // until unsubscribed or the MCP session ends.
 func (b *backend) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
 	uri := req.Params.URI
@@ -289,7 +290,7 @@ func (b *backend) follow(ctx context.Context, uri, ses, art string) {
 				ID string `json:"id"`
 			}
 			changed = json.Unmarshal(e.Data, &a) == nil && a.ID == art
-		case art == "" && e.Type == "assistant.message", art == "" && e.Type == "message.created":
+		case art == "" && e.Type == "assistant.message":
 			changed = true
 		}
 		if changed {

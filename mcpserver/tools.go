@@ -424,7 +424,9 @@ func (b *backend) sessionSend(ctx context.Context, req *sdk.CallToolRequest, in 
 				final = &x
 				return errTurnDone
 			}
-		case e.Type == "assistant.message" && (out.ExecutionID == "" || e.ExecutionID == out.ExecutionID):
+		case e.Type == "assistant.message" && out.ExecutionID != "" && e.ExecutionID == out.ExecutionID:
+			// (The execution's first event names it before any message,
+			// so another turn's reply is never taken for this one's.)
 			var m struct {
 				Text      string `json:"text"`
 				ToolCalls int    `json:"tool_calls"`

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"log/slog"
+
 	"github.com/desk-runtime/desk/mcpserver"
 	"github.com/spf13/cobra"
 )
@@ -25,7 +27,10 @@ stdout. A running desk also serves MCP over HTTP at /mcp; see docs/mcp.md.`,
 				return err
 			}
 			c.UserAgent = "desk-mcp/" + buildVersion()
-			return mcpserver.RunStdio(cmd.Context(), c, cmd.InOrStdin(), cmd.OutOrStdout(), mcpserver.Options{Version: buildVersion()})
+			// Diagnostics go to stderr, which hosts show in their MCP logs;
+			// stdout carries only the protocol.
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			return mcpserver.RunStdio(cmd.Context(), c, cmd.InOrStdin(), cmd.OutOrStdout(), mcpserver.Options{Version: buildVersion(), Logger: log})
 		},
 	}
 }
