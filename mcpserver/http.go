@@ -98,12 +98,23 @@ func Transport(getServer func(*http.Request) *sdk.Server, o TransportOptions) ht
 			writeRPCError(w, http.StatusForbidden, jsonrpc.CodeInvalidRequest, err.Error())
 			return
 		}
-		if r.Header.Get("Authorization") == "" {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="desk"`)
-		}
-		authed.ServeHTTP(w, r)
+		authed.ServeHTTP(challenge{w}, r)
 	})
 }
+
+// challenge adds the bearer challenge to a 401, as RFC 6750 requires.
+type challenge struct{ http.ResponseWriter }
+
+func (c challenge) WriteHeader(code int) {
+	if code == http.StatusUnauthorized && c.Header().Get("WWW-Authenticate") == "" {
+		c.Header().Set("WWW-Authenticate", `Bearer realm="desk"`)
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c challenge) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+func (c challenge) Flush() { _ = http.NewResponseController(c.ResponseWriter).Flush() }
 
 // CheckOrigin allows a request without an Origin header (not a browser),
 // or whose Origin is a loopback one (localhost, 127.0.0.0/8, [::1]) or in

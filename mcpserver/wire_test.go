@@ -131,7 +131,7 @@ func TestOriginAndToken(t *testing.T) {
 	if r := rawPost(t, w.mcpURL, "", nil, initialize); r.StatusCode != http.StatusUnauthorized || r.Header.Get("WWW-Authenticate") == "" {
 		t.Fatalf("no token: %d %v", r.StatusCode, r.Header)
 	}
-	if r := rawPost(t, w.mcpURL, "not-a-token", nil, initialize); r.StatusCode != http.StatusUnauthorized {
+	if r := rawPost(t, w.mcpURL, "not-a-token", nil, initialize); r.StatusCode != http.StatusUnauthorized || r.Header.Get("WWW-Authenticate") == "" {
 		t.Fatalf("bad token: %d", r.StatusCode)
 	}
 }
