@@ -36,6 +36,7 @@ type world struct {
 	notesMu      sync.Mutex
 	progressSeen []string
 	updates      []string
+	logs         []string
 }
 
 func newWorld(t *testing.T) *world {
@@ -88,6 +89,12 @@ func (w *world) connect(t *testing.T, token string) *sdk.ClientSession {
 			w.progressSeen = append(w.progressSeen, r.Params.Message)
 			w.notesMu.Unlock()
 		},
+		LoggingMessageHandler: func(_ context.Context, r *sdk.LoggingMessageRequest) {
+			b, _ := json.Marshal(r.Params.Data)
+			w.notesMu.Lock()
+			w.logs = append(w.logs, string(r.Params.Level)+" "+string(b))
+			w.notesMu.Unlock()
+		},
 		ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) {
 			w.notesMu.Lock()
 			w.updates = append(w.updates, r.Params.URI)
@@ -107,6 +114,12 @@ func (w *world) progress() []string {
 	w.notesMu.Lock()
 	defer w.notesMu.Unlock()
 	return slices.Clone(w.progressSeen)
+}
+
+func (w *world) logLines() []string {
+	w.notesMu.Lock()
+	defer w.notesMu.Unlock()
+	return slices.Clone(w.logs)
 }
 
 func (w *world) resourceUpdates() []string {
@@ -235,7 +248,10 @@ func TestEveryToolResourceAndPrompt(t *testing.T) {
 	}
 
 	// session_send with wait: the reply comes back, and progress was
-	// notified while the turn ran.
+	// notified (and, at the level set, logged) while the turn ran.
+	if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
 	res, err := cs.CallTool(ctx, func() *sdk.CallToolParams {
 		p := &sdk.CallToolParams{Name: "session_send", Arguments: map[string]any{"session_id": ses.ID, "text": "hi", "wait": true}}
 		p.SetProgressToken("send-1")
@@ -255,6 +271,9 @@ func TestEveryToolResourceAndPrompt(t *testing.T) {
 		t.Fatalf("session_send = %s", b)
 	}
 	eventually(t, "progress notifications", func() bool { return len(w.progress()) >= 2 })
+	eventually(t, "the turn logged", func() bool {
+		return slices.ContainsFunc(w.logLines(), func(l string) bool { return strings.Contains(l, "turn started") && strings.Contains(l, sent.ExecutionID) })
+	})
 	if p := w.progress(); !slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, sent.ExecutionID) }) {
 		t.Errorf("no progress names the execution %s: %q", sent.ExecutionID, p)
 	}
@@ -302,6 +321,15 @@ func TestEveryToolResourceAndPrompt(t *testing.T) {
 	bin, err := w.clientA.PutArtifact(ctx, ses.ID, "dot.png", strings.NewReader(string(png)), int64(len(png)), client.PutOptions{MediaType: "image/png"})
 	if err != nil {
 		t.Fatal(err)
+	}
+
+	var binRead struct {
+		Text          string `json:"text"`
+		ContentBase64 []byte `json:"content_base64"`
+	}
+	call(t, cs, "artifact_read", map[string]any{"session_id": ses.ID, "artifact_id": bin.ID}, &binRead)
+	if string(binRead.ContentBase64) != string(png) || binRead.Text != "" {
+		t.Fatalf("artifact_read of a PNG = %+v", binRead)
 	}
 
 	rl, err := cs.ListResources(ctx, nil)
@@ -444,9 +472,6 @@ func TestEveryToolResourceAndPrompt(t *testing.T) {
 	}
 	if _, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "delegate"}); err == nil || !strings.Contains(err.Error(), "task") {
 		t.Fatalf("delegate without a task: %v", err)
-	}
-	if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
-		t.Fatal(err)
 	}
 }
 

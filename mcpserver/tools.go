@@ -143,10 +143,12 @@ type (
 // with a pointer to the resource (or the HTTP API) instead.
 const maxReadBytes = 1 << 20
 
-// schemaOpts maps json.RawMessage (free-form JSON in desk's types) to "any
-// JSON value" instead of the byte array reflection would see.
+// schemaOpts describes what encoding/json does with bytes, where
+// reflection would see arrays of integers: json.RawMessage (free-form JSON
+// in desk's types) is any JSON value, and []byte a base64 string.
 var schemaOpts = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[json.RawMessage](): {},
+	reflect.TypeFor[[]byte]():          {Type: "string", ContentEncoding: "base64"},
 }}
 
 // schemaFor is T's schema; a pointer type has its element's schema, since
@@ -408,6 +410,7 @@ func (b *backend) sessionSend(ctx context.Context, req *sdk.CallToolRequest, in 
 	notify := func(msg string) { prog.Step(ctx, msg) }
 	notify("queued " + res.Item.ID)
 	var final *desk.Execution
+	seen := false // an event of the turn's execution arrived
 	err = b.c.Events(ctx, client.EventFilter{Session: in.SessionID}, res.EventsAfter, func(e *desk.Event) error {
 		switch {
 		case strings.HasPrefix(e.Type, "execution."):
@@ -415,8 +418,8 @@ func (b *backend) sessionSend(ctx context.Context, req *sdk.CallToolRequest, in 
 			if json.Unmarshal(e.Data, &x) != nil || x.QueueItemID != res.Item.ID {
 				return nil
 			}
-			if out.ExecutionID == "" {
-				out.ExecutionID = x.ID
+			if !seen {
+				seen, out.ExecutionID = true, x.ID
 				log.InfoContext(ctx, "turn started", "session", in.SessionID, "execution", x.ID)
 			}
 			notify(x.ID + " " + x.Phase)
