@@ -272,7 +272,9 @@ func TestEveryToolResourceAndPrompt(t *testing.T) {
 	}
 	eventually(t, "progress notifications", func() bool { return len(w.progress()) >= 2 })
 	eventually(t, "the turn logged", func() bool {
-		return slices.ContainsFunc(w.logLines(), func(l string) bool { return strings.Contains(l, "turn started") && strings.Contains(l, sent.ExecutionID) })
+		return slices.ContainsFunc(w.logLines(), func(l string) bool {
+			return strings.Contains(l, "turn started") && strings.Contains(l, sent.ExecutionID)
+		})
 	})
 	if p := w.progress(); !slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, sent.ExecutionID) }) {
 		t.Errorf("no progress names the execution %s: %q", sent.ExecutionID, p)
