@@ -170,6 +170,18 @@ func TestBadInput(t *testing.T) {
 		}
 		ping()
 	}
+	// A protocol version the session does not speak, and a session id
+	// that does not exist.
+	bad := http.Header{"Mcp-Session-Id": h["Mcp-Session-Id"], "Mcp-Protocol-Version": {"1999-01-01"}}
+	if r := rawPost(t, w.mcpURL, w.tokA, bad, `{"jsonrpc":"2.0","id":10,"method":"ping"}`); r.StatusCode != 400 || r.reply(t).Error == nil {
+		t.Errorf("unknown protocol version: %d %s", r.StatusCode, trim(r.Body))
+	}
+	gone := http.Header{"Mcp-Session-Id": {"no-such-session"}, "Mcp-Protocol-Version": {"2025-06-18"}}
+	if r := rawPost(t, w.mcpURL, w.tokA, gone, `{"jsonrpc":"2.0","id":11,"method":"ping"}`); r.StatusCode != 404 || r.reply(t).Error == nil {
+		t.Errorf("unknown session: %d %s", r.StatusCode, trim(r.Body))
+	}
+	ping()
+
 	// Arguments of the wrong type reach the tool's schema: per the MCP
 	// spec (2025-11-25) that is a tool execution error the model can
 	// correct, naming the field, not a protocol error.
