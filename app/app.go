@@ -30,6 +30,7 @@ import (
 	"github.com/desk-runtime/desk/httpapi"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/lifecycle"
+	"github.com/desk-runtime/desk/mcpserver"
 	"github.com/desk-runtime/desk/selection"
 	"github.com/desk-runtime/desk/session"
 	"github.com/desk-runtime/desk/store/postgres"
@@ -89,6 +90,9 @@ type Config struct {
 	WrapStore func(desk.Store) desk.Store
 	Logger    *slog.Logger
 	Version   string
+	// MCPOrigins are browser origins allowed at /mcp besides loopback ones
+	// (DESK_MCP_ORIGINS).
+	MCPOrigins []string
 }
 
 // App is a running desk without its listener.
@@ -297,7 +301,14 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	api.Web = web.New(web.Deps{Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Files: a.Files,
 		Exec: a.Exec, Agent: a.Agent, Store: store, Logs: a.Logs, UI: a.UI, Catalog: a.Lifecycle,
 		Logger: a.Logger.With("component", "web"), Version: cfg.Version})
-	a.Handler = api.Handler()
+	// MCP is served at /mcp over the API handler itself, in process, with
+	// the caller's own token (see package mcpserver).
+	apiH := api.Handler()
+	mux := http.NewServeMux()
+	mux.Handle(mcpserver.Path, mcpserver.NewHTTPHandler(apiH, mcpserver.HTTPOptions{Authenticate: a.Workspaces.Authenticate,
+		AllowedOrigins: cfg.MCPOrigins, Version: cfg.Version, Logger: a.Logger.With("component", "mcp")}))
+	mux.Handle("/", apiH)
+	a.Handler = mux
 	return a, nil
 }
 

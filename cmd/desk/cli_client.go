@@ -35,6 +35,7 @@ func addClientCommands(root *cobra.Command, g *globals) {
 		askCmd(g),
 		templateCmd(g),
 		usageCmd(g),
+		mcpCmd(g),
 	)
 }
 

@@ -81,6 +81,7 @@ search tool at a SearXNG instance.`,
 				MaxArtifactBytes: maxArtifact, ActorQuotaBytes: actorQuota, ImportMaxBytes: importMax, ImportMaxRatio: importRatio, BodyIdleTimeout: bodyIdle, ArchiveTZ: os.Getenv("DESK_ARCHIVE_TZ"),
 				SQLiteSynchronous: os.Getenv("DESK_SQLITE_SYNCHRONOUS"), Logger: log, Version: buildVersion(),
 				Model: os.Getenv("DESK_MODEL"), Agent: ao,
+				MCPOrigins: strings.FieldsFunc(os.Getenv("DESK_MCP_ORIGINS"), func(r rune) bool { return r == ',' || r == ' ' }),
 			})
 			if err != nil {
 				return err

@@ -1,0 +1,94 @@
+package client
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+
+	"github.com/desk-runtime/desk"
+)
+
+// TranscriptOptions pages a transcript: Surface "" is the orchestrator,
+// Before 0 the newest page, Limit 0 the server's default.
+type TranscriptOptions struct {
+	Surface string
+	Before  int64
+	Limit   int
+}
+
+// Transcript returns a page of a surface's messages, oldest first.
+func (c *Client) Transcript(ctx context.Context, ses string, o TranscriptOptions) ([]*desk.Message, error) {
+	q := url.Values{}
+	if o.Surface != "" {
+		q.Set("surface", o.Surface)
+	}
+	if o.Before > 0 {
+		q.Set("before", strconv.FormatInt(o.Before, 10))
+	}
+	if o.Limit > 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	var out struct {
+		Messages []*desk.Message `json:"messages"`
+	}
+	if err := c.doJSON(ctx, "GET", withQuery("/v1/sessions/"+esc(ses)+"/messages", q), nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Messages, nil
+}
+
+// Approvals lists a session's approval requests (only undecided ones
+// when pending).
+func (c *Client) Approvals(ctx context.Context, ses string, pending bool) ([]*desk.Approval, error) {
+	q := url.Values{}
+	if pending {
+		q.Set("pending", "true")
+	}
+	var out struct {
+		Approvals []*desk.Approval `json:"approvals"`
+	}
+	if err := c.doJSON(ctx, "GET", withQuery("/v1/sessions/"+esc(ses)+"/approvals", q), nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Approvals, nil
+}
+
+// DecideApproval approves or denies a gated tool call.
+func (c *Client) DecideApproval(ctx context.Context, apr, decision, reason string) (*desk.Approval, error) {
+	var out desk.Approval
+	body := map[string]string{"decision": decision}
+	if reason != "" {
+		body["reason"] = reason
+	}
+	if err := c.doJSON(ctx, "POST", "/v1/approvals/"+esc(apr), body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// InputRequests lists the questions the agent asked in a session.
+func (c *Client) InputRequests(ctx context.Context, ses string) ([]*desk.InputRequest, error) {
+	var out struct {
+		InputRequests []*desk.InputRequest `json:"input_requests"`
+	}
+	if err := c.doJSON(ctx, "GET", "/v1/sessions/"+esc(ses)+"/input-requests", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.InputRequests, nil
+}
+
+// InputAnswered is the answer to AnswerInput: the request, and the queued
+// row when a non-blocking request's answer was queued.
+type InputAnswered struct {
+	InputRequest *desk.InputRequest `json:"input_request"`
+	QueuedItem   *desk.QueueItem    `json:"queued_item,omitempty"`
+}
+
+// AnswerInput answers a question, question id → answer.
+func (c *Client) AnswerInput(ctx context.Context, inp string, answers map[string]string) (*InputAnswered, error) {
+	var out InputAnswered
+	if err := c.doJSON(ctx, "POST", "/v1/input-requests/"+esc(inp)+"/answer", map[string]any{"answers": answers}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

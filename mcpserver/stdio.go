@@ -1,0 +1,20 @@
+package mcpserver
+
+import (
+	"context"
+	"io"
+
+	"github.com/desk-runtime/desk/client"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// RunStdio serves one MCP session over in and out (newline-delimited
+// JSON-RPC, the stdio transport) until the host closes in or ctx ends.
+// Every call goes to desk through c, over the network.
+func RunStdio(ctx context.Context, c *client.Client, in io.Reader, out io.Writer, o Options) error {
+	return New(c, o).Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
