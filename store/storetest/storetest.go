@@ -36,6 +36,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("UI", func(t *testing.T) { testUI(t, open(t)) })
 	t.Run("ModelUsage", func(t *testing.T) { testModelUsage(t, open(t)) })
 	t.Run("Budget", func(t *testing.T) { testBudget(t, open(t)) })
+	t.Run("Close", func(t *testing.T) { testClose(t, open(t)) })
 }
 
 var ctx = context.Background()
