@@ -18,12 +18,10 @@ func (a *Agent) startTitle(x *desk.Session, first string, prov provider.Provider
 	if x.Title != "" {
 		return
 	}
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
+	a.background(func(bg context.Context) {
 		title := firstWords(first, 8, 60)
 		if spec.Provider != "script" && prov != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(bg, 30*time.Second)
 			resp, err := prov.Stream(ctx, provider.Request{Model: spec.Model, MaxTokens: 30,
 				System:   "Write a title of at most six words for a conversation that starts with the user's message. Answer with the title only.",
 				Messages: []provider.Message{{Role: provider.RoleUser, Content: first}}}, func(provider.Event) {})
@@ -38,10 +36,12 @@ func (a *Agent) startTitle(x *desk.Session, first string, prov provider.Provider
 		if title == "" {
 			return
 		}
-		if _, err := a.store.SetAutoTitle(context.Background(), x.ID, title); err != nil {
+		// Stored even when Close cancelled the model call: the store
+		// closes only after the agent did.
+		if _, err := a.store.SetAutoTitle(context.WithoutCancel(bg), x.ID, title); err != nil {
 			a.log.Error("set title", "err", err, "session_id", x.ID)
 		}
-	}()
+	})
 }
 
 // firstWords is the first n words of s, at most max characters.

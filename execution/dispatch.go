@@ -77,7 +77,7 @@ func (s *Service) dispatchLoop(surfaceID string, item *desk.QueueItem, exe *desk
 // claim takes the surface's next admissible row with a starting
 // execution, or nothing.
 func (s *Service) claim(surfaceID string) (*desk.QueueItem, *desk.Execution) {
-	if s.ctx.Err() != nil || s.journalFailed() != nil || s.opts.Executor == nil {
+	if s.ctx.Err() != nil || s.journalFailed() != nil || s.with.Executor == nil {
 		return nil, nil
 	}
 	now := s.opts.Now()
@@ -139,7 +139,7 @@ func (s *Service) run(item *desk.QueueItem, exe *desk.Execution) {
 	turn.Started = func() error { return s.markRunning(r) }
 	turn.Emit = func(typ string, data any) { s.emit(exe, typ, data) }
 
-	out, err := s.opts.Executor.Execute(ctx, turn)
+	out, err := s.with.Executor.Execute(ctx, turn)
 	// The scratch goes before the terminal phase commits, so whoever sees
 	// the execution settled never finds its scratch (PawWork S-H).
 	if rerr := os.RemoveAll(scratch); rerr != nil {
