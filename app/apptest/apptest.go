@@ -42,14 +42,18 @@ func Start(t testing.TB, cfg app.Config) *Env {
 	if _, seen := verified.LoadOrStore(t, true); !seen {
 		// Registered before the first desk's own cleanup, so it runs after
 		// every desk of the test stopped (cleanups run last-in first-out).
-		ignore := goleak.IgnoreCurrent()
+		opts := []goleak.Option{goleak.IgnoreCurrent(),
+			// A test's own HTTP client keeps a connection whose response
+			// it did not read to the end; that is the test's, not desk's.
+			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop")}
 		t.Cleanup(func() {
 			verified.Delete(t)
 			if t.Failed() {
 				return // a failed test may well have left work behind
 			}
 			http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-			if err := goleak.Find(ignore); err != nil {
+			if err := goleak.Find(opts...); err != nil {
 				t.Errorf("goroutines left behind after every desk closed: %v", err)
 			}
 		})
