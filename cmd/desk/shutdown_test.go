@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -13,8 +14,9 @@ import (
 	"time"
 )
 
-// TestShutdownEndsOpenStreams: with an event stream and an app log tail
-// open, desk exits promptly on SIGTERM (it used to wait the whole 30 s
+// TestShutdownEndsOpenStreams: with the API's event stream and app log
+// tail and the web UI's page and log streams open, desk exits promptly on
+// SIGTERM (it used to wait the whole 30 s
 // grace for them), and each stream ends cleanly — the chunked body is
 // terminated, not cut.
 func TestShutdownEndsOpenStreams(t *testing.T) {
@@ -32,11 +34,25 @@ func TestShutdownEndsOpenStreams(t *testing.T) {
 		path string
 		err  error
 	}
-	paths := []string{"/v1/events", "/v1/logs/stream"}
+	admin := strings.TrimSpace(string(tok))
+	req, _ := http.NewRequest("POST", url+"/v1/workspaces", strings.NewReader(`{"name":"streams"}`))
+	req.Header.Set("Authorization", "Bearer "+admin)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ws struct{ ID string }
+	if err := json.NewDecoder(resp.Body).Decode(&ws); err != nil || resp.StatusCode != 201 {
+		t.Fatalf("create workspace = %d, %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	paths := []string{"/v1/events", "/v1/logs/stream", "/w/" + ws.ID + "/stream", "/logs/stream"}
 	results := make(chan ended, len(paths))
 	for _, p := range paths {
 		req, _ := http.NewRequest("GET", url+p, nil)
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		req.Header.Set("Authorization", "Bearer "+admin)
+		req.AddCookie(&http.Cookie{Name: "desk_token", Value: admin}) // the web UI's sign-in
 		req.Header.Set("Accept", "text/event-stream")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
