@@ -130,3 +130,27 @@ func TestOpenFailureUnwinds(t *testing.T) {
 	}
 	apptest.Start(t, app.Config{Home: home}) // opens, and closes cleanly
 }
+
+// TestComponentsCloseIdempotent: every component's Close may be called
+// more than once — directly, and again by App.Close — and answers nil.
+func TestComponentsCloseIdempotent(t *testing.T) {
+	e := apptest.Start(t, app.Config{})
+	e.Server.Close()
+	a := e.App
+	ctx := t.Context()
+	closers := map[string]func(context.Context) error{
+		"event streams": a.Streams.Close, "ui state": a.UI.Close, "execution": a.Exec.Close,
+		"agent": a.Agent.Close, "archive": a.Archive.Close, "app log": a.Logs.Close,
+		"store": func(context.Context) error { return a.Store.Close() },
+	}
+	for _, name := range []string{"event streams", "ui state", "execution", "agent", "archive", "app log", "store"} {
+		for i := range 2 {
+			if err := closers[name](ctx); err != nil {
+				t.Fatalf("%s: Close #%d: %v", name, i+1, err)
+			}
+		}
+	}
+	if err := a.Close(ctx); err != nil {
+		t.Fatalf("App.Close after every component closed: %v", err)
+	}
+}
