@@ -55,8 +55,8 @@ type Server struct {
 	// Streams owns the open event streams, so a shutdown can end them;
 	// nil makes one of the server's own.
 	Streams *Streams
-	Logger     *slog.Logger
-	Version    string
+	Logger  *slog.Logger
+	Version string
 	// BodyIdleTimeout cuts off a request body that stalls: each window of
 	// this length must bring at least bodyProgressBytes (or the end of
 	// the body), so a body trickled a byte a second ends with an error
