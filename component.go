@@ -9,11 +9,15 @@ import "context"
 // and App.Close closes them in reverse, under one deadline.
 //
 // Open starts the component; when it fails, nothing of the component is
-// left running. Close stops it: it is idempotent (a second call returns
-// nil, or the first call's error when that call could not finish),
-// honours ctx (when ctx ends first, Close returns ctx's error, with every
-// goroutine told to stop), and otherwise returns only once every goroutine
-// the component started has returned.
+// left running. Close stops it: it is idempotent (calling it again is
+// harmless), honours ctx (when ctx ends first, Close returns ctx's error,
+// with every goroutine told to stop), and otherwise returns only once
+// every goroutine the component started has returned.
+//
+// The execution service keeps the contract with one difference: its Open
+// takes an execution.Run, the executor and recoverers built on top of it
+// (see execution.Run for why they cannot be given to its constructor).
+// The store and the archive are opened by their constructors.
 type Component interface {
 	Open(ctx context.Context) error
 	Close(ctx context.Context) error
