@@ -272,7 +272,11 @@ func (s *Service) settle(log interface {
 		if attempt >= 20 {
 			return // recovery finishes it
 		}
-		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
+		select {
+		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
+		case <-s.abandon:
+			return // Close stopped waiting; the next start's recovery finishes it
+		}
 	}
 	s.hub.notify()
 	// The ledger record is durable when its append returns; the next turn

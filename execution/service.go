@@ -116,6 +116,10 @@ type Service struct {
 	closing  bool
 	closeErr error // StopOwner's answer, once the executions stopped
 	stopped  bool
+	// abandon is closed when a Close's context ended before the
+	// executions settled: settle retries stop (recovery finishes them).
+	abandon     chan struct{}
+	abandonOnce sync.Once
 
 	mu          sync.Mutex
 	dispatching map[string]bool     // surfaces with a dispatcher in this process
@@ -165,6 +169,7 @@ func New(store desk.Store, home layout.Home, opts Options) *Service {
 	return &Service{
 		store: store, home: home, opts: opts, log: opts.Logger, hub: newHub(),
 		owner:       &desk.Owner{ID: desk.NewID("own"), PID: os.Getpid()},
+		abandon:     make(chan struct{}),
 		dispatching: map[string]bool{}, again: map[string]bool{}, active: map[string]*running{}, stops: map[string]*stopCall{},
 	}
 }
@@ -247,6 +252,7 @@ func (s *Service) Close(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
+		s.abandonOnce.Do(func() { close(s.abandon) })
 		return fmt.Errorf("executions did not stop: %w", ctx.Err())
 	}
 	s.stopped = true
