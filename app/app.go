@@ -264,6 +264,9 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	ao.DefaultModel, ao.Archive, ao.Logger, ao.Submitter = cfg.Model, a.Archive, a.Logger.With("component", "agent"), a.Exec
 	if ao.Providers == nil {
 		ps := &agent.Providers{}
+		if err := a.open(ctx, "model providers", ps); err != nil {
+			return nil, err
+		}
 		ao.Providers = ps.Get
 	}
 	if ao.Sandbox == nil {

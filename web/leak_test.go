@@ -12,6 +12,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
 		// A test's own HTTP client may keep a connection it did not read to
 		// the end; that is the test's, not desk's.
-		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"))
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"))
 }

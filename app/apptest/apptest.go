@@ -45,8 +45,8 @@ func Start(t testing.TB, cfg app.Config) *Env {
 		opts := []goleak.Option{goleak.IgnoreCurrent(),
 			// A test's own HTTP client keeps a connection whose response
 			// it did not read to the end; that is the test's, not desk's.
-			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop")}
+			goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop")}
 		t.Cleanup(func() {
 			verified.Delete(t)
 			if t.Failed() {
