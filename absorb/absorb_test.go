@@ -43,9 +43,8 @@ func newEnv(t *testing.T) *env {
 	if err := st.RegisterOwner(ctx, &desk.Owner{ID: "own_test", Host: "test", PID: os.Getpid(), StartedAt: now, HeartbeatAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: ctx, home: home, store: st, guard: lifecycle.NewGuard(st, "own_test"), ws: workspace.New(st, home, "admin-token")}
-	life := lifecycle.New(st, home, lifecycle.Options{})
-	life.SetGuard(e.guard)
+	e := &env{t: t, ctx: ctx, home: home, store: st, guard: lifecycle.NewGuard(st, "own_test", lifecycle.GuardOptions{}), ws: workspace.New(st, home, "admin-token")}
+	life := lifecycle.New(st, home, lifecycle.Options{Guard: e.guard})
 	e.svc = New(st, home, life, Options{Hook: func(step string) error {
 		if e.hook != nil {
 			return e.hook(step)

@@ -53,18 +53,34 @@ type Options struct {
 	Search    func(ctx context.Context, query string, limit int) ([]tools.SearchHit, error)
 	Archive   execution.Archiver
 	Logger    *slog.Logger
+	// Submitter queues the answer rows of non-blocking input requests (the
+	// execution service, which in turn runs this agent: it is built first
+	// and given the agent when it opens); nil refuses to queue them.
+	Submitter desk.Submitter
+}
+
+// Artifacts is the artifact service the agent's file tools use, with its
+// path-addressed door.
+type Artifacts interface {
+	desk.ArtifactService
+	desk.ArtifactPaths
 }
 
 // Agent is the executor.
 type Agent struct {
-	store      desk.Store
-	home       layout.Home
-	artifacts  desk.ArtifactService
-	paths      desk.ArtifactPaths
-	selection  desk.SelectionService
-	opts       Options
-	log        *slog.Logger
-	submit     func(ctx context.Context, sessionID string, in desk.SubmitInput) (*desk.SubmitResult, error)
+	store     desk.Store
+	home      layout.Home
+	artifacts desk.ArtifactService
+	paths     desk.ArtifactPaths
+	selection desk.SelectionService
+	opts      Options
+	log       *slog.Logger
+	submit    desk.Submitter
+	// bg is the context of background jobs (titles); Close cancels it.
+	bg         context.Context
+	stopBG     context.CancelFunc
+	jobs       sync.Mutex // guards closed against wg.Add after Close's Wait
+	closed     bool
 	wg         sync.WaitGroup
 	waiters    sync.Map // decision id → chan struct{}
 	turns      sync.Map // execution id → *turn, the turns this process runs
@@ -73,9 +89,8 @@ type Agent struct {
 
 var _ execution.Executor = (*Agent)(nil)
 
-// New returns the agent. SetSubmitter must be called before answers to
-// input requests can be queued.
-func New(store desk.Store, home layout.Home, artifacts desk.ArtifactService, sel desk.SelectionService, opts Options) *Agent {
+// New returns the agent; Open starts it.
+func New(store desk.Store, home layout.Home, artifacts Artifacts, sel desk.SelectionService, opts Options) *Agent {
 	if opts.MaxSteps == 0 {
 		opts.MaxSteps = 40
 	}
@@ -85,8 +100,8 @@ func New(store desk.Store, home layout.Home, artifacts desk.ArtifactService, sel
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Agent{store: store, home: home, artifacts: artifacts, selection: sel, opts: opts, log: opts.Logger}
-	a.paths, _ = artifacts.(desk.ArtifactPaths)
+	a := &Agent{store: store, home: home, artifacts: artifacts, paths: artifacts, selection: sel, opts: opts, log: opts.Logger, submit: opts.Submitter}
+	a.bg, a.stopBG = context.WithCancel(context.Background())
 	if opts.DefaultModel != "" {
 		if _, err := provider.ParseSpec(opts.DefaultModel); err != nil {
 			a.defaultErr = fmt.Errorf("DESK_MODEL: %w", err)
@@ -95,13 +110,37 @@ func New(store desk.Store, home layout.Home, artifacts desk.ArtifactService, sel
 	return a
 }
 
-// SetSubmitter gives the agent the door to queue answer rows.
-func (a *Agent) SetSubmitter(f func(ctx context.Context, sessionID string, in desk.SubmitInput) (*desk.SubmitResult, error)) {
-	a.submit = f
+// Open is part of the component contract: the agent holds nothing until
+// a turn runs (its turns are the execution service's to start and stop).
+func (a *Agent) Open(context.Context) error { return nil }
+
+// Close stops the agent's background jobs — a title's model call is
+// cancelled and the session keeps the first words of its message as its
+// title — and waits for them until ctx ends. It is idempotent.
+func (a *Agent) Close(ctx context.Context) error {
+	a.jobs.Lock()
+	a.closed = true
+	a.jobs.Unlock()
+	a.stopBG()
+	done := make(chan struct{})
+	go func() { a.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("agent background jobs did not stop: %w", ctx.Err())
+	}
 }
 
-// Close waits for background jobs (titles).
-func (a *Agent) Close() { a.wg.Wait() }
+// background runs fn as a background job, unless the agent is closed.
+func (a *Agent) background(fn func(ctx context.Context)) {
+	a.jobs.Lock()
+	defer a.jobs.Unlock()
+	if a.closed {
+		return
+	}
+	a.wg.Go(func() { fn(a.bg) })
+}
 
 // DefaultModel reports the server's model and whether it is usable.
 func (a *Agent) DefaultModel() (string, error) { return a.opts.DefaultModel, a.defaultErr }

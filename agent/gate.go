@@ -481,7 +481,7 @@ func (a *Agent) AnswerInput(ctx context.Context, id string, answers map[string]s
 	if a.submit == nil {
 		return out, nil, desk.Errorf(desk.EUNAVAILABLE, "answers cannot be queued on this desk")
 	}
-	res, err := a.submit(ctx, x.ID, desk.SubmitInput{Kind: desk.QueueInputAnswer, Surface: r.SurfaceID,
+	res, err := a.submit.Submit(ctx, x.ID, desk.SubmitInput{Kind: desk.QueueInputAnswer, Surface: r.SurfaceID,
 		Text: "Answers to your questions (" + id + "):\n" + answerText(r.Questions, full), IdempotencyKey: "answer-" + id})
 	return out, res, err
 }

@@ -26,14 +26,13 @@ func (a *Agent) startTitle(x *desk.Session, first string, prov provider.Provider
 	a.goTitle(x, first, prov, spec)
 }
 
-// goTitle runs a title job in the background.
+// goTitle runs a title job in the background; Close cancels its model
+// call, and the first words still make the title.
 func (a *Agent) goTitle(x *desk.Session, first string, prov provider.Provider, spec provider.Spec) {
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
+	a.background(func(bg context.Context) {
 		title := firstWords(first, 8, 60)
 		if spec.Provider != "script" && prov != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(bg, 30*time.Second)
 			resp, err := prov.Stream(ctx, provider.Request{Model: spec.Model, MaxTokens: 30,
 				System:   titlePrompt,
 				Messages: []provider.Message{{Role: provider.RoleUser, Content: first}}}, func(provider.Event) {})
@@ -46,7 +45,7 @@ func (a *Agent) goTitle(x *desk.Session, first string, prov provider.Provider, s
 			}
 		}
 		a.endTitle(x.ID, title)
-	}()
+	})
 }
 
 // titlePrompt is the system prompt of the title call.

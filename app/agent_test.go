@@ -1293,7 +1293,9 @@ func TestAgentTitles(t *testing.T) {
 	y := w.script(says("sure"))
 	w.Must(200, "PATCH", "/v1/sessions/"+y.ID, map[string]string{"title": ""}, nil)
 	w.settled(w.send(y.ID, "Write the onboarding guide").ExecutionID)
-	w.App.Agent.Close() // the title job, if any, has finished
+	if err := w.App.Agent.Close(t.Context()); err != nil { // the title job, if any, has finished
+		t.Fatal(err)
+	}
 	if got := w.title(y.ID); got != "" {
 		t.Fatalf("a renamed session was auto-titled %q", got)
 	}

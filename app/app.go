@@ -68,11 +68,14 @@ type Config struct {
 	// BodyIdleTimeout cuts off a request body that stalls (see
 	// httpapi.Server.BodyIdleTimeout); 0 means httpapi.DefaultBodyIdleTimeout.
 	BodyIdleTimeout time.Duration
-	// Execution tunes the execution model (timeouts, the executor). Its
-	// Archive and Logger are filled in by Open.
+	// Execution tunes the execution model (timeouts, polling). Its Archive
+	// and Logger are filled in by Open.
 	Execution execution.Options
+	// Executor, when set, runs the turns instead of the agent (tests plug
+	// in their own).
+	Executor execution.Executor
 	// Lifecycle tunes the workspace lifecycle (tests inject failures
-	// through it); its Sessions, Submit, Archive and Logger are
+	// through it); its Guard, Sessions, Submit, Archive and Logger are
 	// filled in by Open.
 	Lifecycle lifecycle.Options
 	// Templates and Absorb tune template upgrades and absorbs (tests
@@ -102,14 +105,15 @@ type App struct {
 	Store      desk.Store
 	AdminToken string
 	Workspaces desk.WorkspaceService
-	Sessions   desk.SessionService
-	Artifacts  desk.ArtifactService
+	Sessions   session.Service
+	Artifacts  session.Artifacts
 	Selection  desk.SelectionService
 	Collector  *gc.Collector
 	Logs       *applog.Service
 	Archive    *archive.Archive
 	Exec       *execution.Service
 	Agent      *agent.Agent
+	Quota      *files.Quota
 	Files      *files.Service
 	Transfer   *transfer.Service
 	// Lifecycle runs offboard, restore, purge and ask; Guard is its
@@ -120,20 +124,48 @@ type App struct {
 	Templates *template.Service
 	Absorb    *absorb.Service
 	UI        *uistate.Service // drafts, open holds, unread
-	Handler   http.Handler
+	// Streams owns the open event streams of the API and the web UI; a
+	// shutdown ends them (see Serve).
+	Streams *httpapi.Streams
+	Handler http.Handler
 	// Logger is desk's own logger: every record lands in the app log
 	// (redacted) and goes on to Config.Logger.
 	Logger *slog.Logger
+
+	// closers is the cleanup stack: every component Open started, in
+	// order; Close unwinds it in reverse.
+	closers []closer
 }
 
-// recoverer is implemented by services that finish interrupted work.
-type recoverer interface {
-	Recover(ctx context.Context) error
+// closer is one entry of the cleanup stack.
+type closer struct {
+	name  string
+	close func(ctx context.Context) error
 }
 
-// Open opens the store and services, finishes whatever a crash interrupted,
-// and returns an App ready to serve.
-func Open(ctx context.Context, cfg Config) (*App, error) {
+// CloseTimeout bounds the cleanup when Open fails midway; App.Close takes
+// its deadline from its caller.
+const CloseTimeout = 30 * time.Second
+
+// Open opens desk's components in dependency order, finishes whatever a
+// crash interrupted, and returns an App ready to serve. Each component that
+// was opened pushes its Close on the App's cleanup stack, which App.Close
+// unwinds in reverse; when a step fails, what was already opened is closed
+// the same way, in reverse, and Open returns the step's error joined with
+// any error of that cleanup.
+//
+// The order is the dependency order, and it is what breaks the cycles
+// between services without a setter: a service that others call back into
+// is built before them and handed to their constructors as a small
+// interface of the root package (desk.Submitter, desk.Waker,
+// desk.SessionStopper); what it calls back into is built on top of it and
+// given to its Open. The one such service is the execution service: the
+// agent queues answer rows through it and the lifecycle queues ask prompts
+// through it (and names its owner id in leases), while it runs the agent's
+// turns and must run the lifecycle's startup recovery before it dispatches
+// anything. So it is built first and opened last, with an execution.Run
+// naming its executor and those recoverers.
+func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if cfg.Home == "" {
 		return nil, errors.New("app: Home is required")
 	}
@@ -153,6 +185,20 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	loc, err := archive.LoadLocation(cfg.ArchiveTZ)
+	if err != nil {
+		return nil, fmt.Errorf("DESK_ARCHIVE_TZ: %w", err)
+	}
+	a := &App{Config: cfg, Home: home, AdminToken: token}
+	defer func() {
+		if err != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CloseTimeout)
+			defer cancel()
+			err = errors.Join(err, a.Close(cctx))
+		}
+	}()
+
+	// The store: everything below keeps its rows there.
 	var store desk.Store
 	if cfg.Postgres != "" {
 		store, err = postgres.Open(ctx, cfg.Postgres)
@@ -162,47 +208,69 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.push("store", func(context.Context) error { return store.Close() })
 	if cfg.WrapStore != nil {
 		store = cfg.WrapStore(store)
 	}
-	a := &App{Config: cfg, Home: home, Store: store, AdminToken: token}
+	a.Store = store
+
 	// The app log takes every record desk logs, redacts it (the admin token
 	// included, whatever its shape) and passes it on to the configured
 	// handler, so even stderr never shows a secret.
 	a.Logs = applog.New(store, applog.Options{Next: cfg.Logger.Handler(), Secrets: []string{token}})
-	if err := a.Logs.Open(ctx); err != nil {
-		store.Close()
-		return nil, fmt.Errorf("open app log: %w", err)
+	if err := a.open(ctx, "app log", a.Logs); err != nil {
+		return nil, err
 	}
 	a.Logger = slog.New(a.Logs.Handler(applog.DefaultSource))
-	loc, err := archive.LoadLocation(cfg.ArchiveTZ)
-	if err != nil {
-		a.Logs.Close(ctx)
-		store.Close()
-		return nil, fmt.Errorf("DESK_ARCHIVE_TZ: %w", err)
-	}
 	a.Archive, err = archive.Open(home, archive.Options{Location: loc, Logger: a.Logger.With("component", "archive")})
 	if err != nil {
-		a.Logs.Close(ctx)
-		store.Close()
 		return nil, fmt.Errorf("open archive: %w", err)
 	}
+	a.push("archive", a.Archive.Close)
+
+	// The execution service is built first and opened last (see above).
+	eo := cfg.Execution
+	eo.Archive, eo.Logger = a.Archive, a.Logger.With("component", "execution")
+	a.Exec = execution.New(store, home, eo)
+
 	a.Workspaces = workspace.New(store, home, token)
-	a.Sessions = session.New(store, home, a.Workspaces)
+	a.Sessions = session.New(store, home, a.Workspaces, a.Exec)
+	// The quota is shared by the artifact service and the file service:
+	// artifacts live in the actor's file area, so the file quota holds for
+	// them too.
+	a.Quota = files.NewQuota(store, home, files.Options{QuotaBytes: cfg.ActorQuotaBytes})
 	ao0 := session.ArtifactOptions{MaxBytes: cfg.MaxArtifactBytes}
 	if cfg.ActorQuotaBytes > 0 {
-		// Artifacts live in the actor's file area, so the file quota holds
-		// for them too (a.Files exists by the time a request comes).
-		ao0.Admit = func(ctx context.Context, ws, actor string, replaced, size int64) (func(), error) {
-			return a.Files.Admit(ctx, ws, actor, replaced, size)
-		}
+		ao0.Admit = a.Quota.Admit
 	}
 	a.Artifacts = session.NewArtifacts(store, home, ao0)
 	a.Selection = selection.New(store, home, a.Workspaces)
+
+	// Interrupted offboards, restores and purges are finished once this
+	// process is an owner (the guard's leases name it) and before any
+	// queued work is dispatched: the execution service runs them in Open.
+	a.Guard = lifecycle.NewGuard(store, a.Exec.OwnerID(), lifecycle.GuardOptions{OwnerTTL: eo.OwnerTTL, Released: a.Exec})
+	lo := cfg.Lifecycle
+	lo.Guard, lo.Sessions, lo.Submit, lo.Archive, lo.Logger = a.Guard, a.Sessions, a.Exec, a.Archive, a.Logger.With("component", "lifecycle")
+	a.Lifecycle = lifecycle.New(store, home, lo)
+	to := cfg.Templates
+	to.Logger = a.Logger.With("component", "template")
+	a.Templates = template.New(store, home, a.Workspaces, a.Lifecycle, to)
+	ab := cfg.Absorb
+	ab.Logger = a.Logger.With("component", "absorb")
+	a.Absorb = absorb.New(store, home, a.Lifecycle, ab)
+
+	a.Collector = &gc.Collector{Store: store, Home: home, Running: a.Exec.Running}
+	a.Files = files.New(store, home, a.Workspaces, a.Artifacts, a.Collector, a.Quota)
+	a.Transfer = transfer.New(store, home, a.Workspaces, transfer.Options{MaxImportBytes: cfg.ImportMaxBytes, MaxImportRatio: cfg.ImportMaxRatio, ActorQuotaBytes: cfg.ActorQuotaBytes})
+
 	ao := cfg.Agent
-	ao.DefaultModel, ao.Archive, ao.Logger = cfg.Model, a.Archive, a.Logger.With("component", "agent")
+	ao.DefaultModel, ao.Archive, ao.Logger, ao.Submitter = cfg.Model, a.Archive, a.Logger.With("component", "agent"), a.Exec
 	if ao.Providers == nil {
 		ps := &agent.Providers{}
+		if err := a.open(ctx, "model providers", ps); err != nil {
+			return nil, err
+		}
 		ao.Providers = ps.Get
 	}
 	if ao.Sandbox == nil {
@@ -213,93 +281,59 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		}
 	}
 	a.Agent = agent.New(store, home, a.Artifacts, a.Selection, ao)
+	if err := a.open(ctx, "agent", a.Agent); err != nil {
+		return nil, err
+	}
 	if m, err := a.Agent.DefaultModel(); m == "" {
 		a.Logger.Info("no default model: set DESK_MODEL (openai:<model>, anthropic:<model> or openai-compatible:<base-url>#<model>); script sessions still work")
 	} else if err != nil {
 		a.Logger.Warn("DESK_MODEL is not usable", "err", err)
 	}
-	eo := cfg.Execution
-	eo.Archive, eo.Logger = a.Archive, a.Logger.With("component", "execution")
-	// The agent is the executor, unless a test plugs in its own.
-	if eo.Executor == nil {
-		eo.Executor, eo.Available = a.Agent, a.Agent.Available
-	}
-	lo := cfg.Lifecycle
-	lo.Sessions, lo.Archive, lo.Logger = a.Sessions, a.Archive, a.Logger.With("component", "lifecycle")
-	a.Lifecycle = lifecycle.New(store, home, lo)
-	to := cfg.Templates
-	to.Logger = a.Logger.With("component", "template")
-	a.Templates = template.New(store, home, a.Workspaces, a.Lifecycle, to)
-	ab := cfg.Absorb
-	ab.Logger = a.Logger.With("component", "absorb")
-	a.Absorb = absorb.New(store, home, a.Lifecycle, ab)
-	// Interrupted offboards, restores and purges are finished once this
-	// process is an owner (the guard's leases name it) and before any
-	// queued work is dispatched.
-	eo.BeforeDispatch = func(ctx context.Context) error {
-		a.Guard = lifecycle.NewGuard(store, a.Exec.OwnerID())
-		if eo.OwnerTTL > 0 {
-			a.Guard.OwnerTTL = eo.OwnerTTL
-		}
-		a.Guard.Released = a.Exec.Wake
-		a.Lifecycle.SetGuard(a.Guard)
-		if err := a.Lifecycle.Recover(ctx); err != nil {
-			return fmt.Errorf("startup recovery: %w", err)
-		}
-		// Template upgrades and absorbs come after the lifecycle, so an
-		// absorb finds its source's offboarding already settled.
-		if err := a.Templates.Recover(ctx); err != nil {
-			return fmt.Errorf("startup recovery: %w", err)
-		}
-		if err := a.Absorb.Recover(ctx); err != nil {
-			return fmt.Errorf("startup recovery: %w", err)
-		}
-		return nil
-	}
-	a.Exec = execution.New(store, home, eo)
-	a.Lifecycle.SetSubmitter(a.Exec.Submit)
-	a.Agent.SetSubmitter(a.Exec.Submit)
-	a.Collector = &gc.Collector{Store: store, Home: home, Running: a.Exec.Running}
-	session.SetBeforeDelete(a.Sessions, a.Exec.StopSession)
-	a.Files = files.New(store, home, a.Workspaces, a.Artifacts.(desk.ArtifactPaths), a.Collector, files.Options{QuotaBytes: cfg.ActorQuotaBytes})
-	a.Transfer = transfer.New(store, home, a.Workspaces, transfer.Options{MaxImportBytes: cfg.ImportMaxBytes, MaxImportRatio: cfg.ImportMaxRatio, ActorQuotaBytes: cfg.ActorQuotaBytes})
 
 	// Recovery runs before the handler exists, so no request can observe a
 	// half-finished delete or install.
-	for _, r := range []any{a.Sessions, a.Artifacts, a.Transfer} {
-		if rc, ok := r.(recoverer); ok {
-			if err := rc.Recover(ctx); err != nil {
-				a.Archive.Close(ctx)
-				a.Logs.Close(ctx)
-				store.Close()
-				return nil, fmt.Errorf("startup recovery: %w", err)
-			}
+	for _, r := range []desk.Recoverer{a.Sessions, a.Artifacts, a.Transfer} {
+		if err := r.Recover(ctx); err != nil {
+			return nil, fmt.Errorf("startup recovery: %w", err)
 		}
 	}
-	// The execution model recovers what dead owners left behind before
-	// anything is dispatched or served.
-	if err := a.Exec.Open(ctx); err != nil {
-		a.Archive.Close(ctx)
-		a.Logs.Close(ctx)
-		store.Close()
+	// The execution model recovers what dead owners left behind, then the
+	// lifecycle, template upgrades and absorbs (in that order, so an absorb
+	// finds its source's offboarding settled), before anything is
+	// dispatched or served.
+	run := execution.Run{Executor: a.Agent, Available: a.Agent.Available,
+		Recover: []desk.Recoverer{a.Lifecycle, a.Templates, a.Absorb}}
+	if cfg.Executor != nil {
+		run.Executor, run.Available = cfg.Executor, nil
+	}
+	if err := a.Exec.Open(ctx, run); err != nil {
 		return nil, err
 	}
+	a.push("execution", a.Exec.Close)
 	// Title jobs a dead process left are retried once (in the background).
 	if err := a.Agent.RecoverTitles(ctx); err != nil {
 		a.Logger.Warn("recover title jobs", "err", err)
 	}
+
+	// Unread follows turns that finish from now on.
+	a.UI = uistate.New(store, a.Sessions, a.Exec, uistate.Options{Logger: a.Logger.With("component", "uistate")})
+	if err := a.open(ctx, "ui state", a.UI); err != nil {
+		return nil, err
+	}
+	// The event streams close first, so a shutdown does not wait on them.
+	a.Streams = httpapi.NewStreams()
+	if err := a.open(ctx, "event streams", a.Streams); err != nil {
+		return nil, err
+	}
+
 	api := &httpapi.Server{
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
 		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
-		Logger: a.Logger.With("component", "http"), Version: cfg.Version, BodyIdleTimeout: cfg.BodyIdleTimeout,
+		UI: a.UI, Streams: a.Streams, Logger: a.Logger.With("component", "http"), Version: cfg.Version, BodyIdleTimeout: cfg.BodyIdleTimeout,
 	}
-	// Unread follows turns that finish from now on; the web UI is served
-	// at / beside the API.
-	a.UI = uistate.New(store, a.Sessions, a.Exec, uistate.Options{Logger: a.Logger.With("component", "uistate")})
-	a.UI.Start()
-	api.UI = a.UI
+	// The web UI is served at / beside the API.
 	api.Web = web.New(web.Deps{Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Files: a.Files,
-		Exec: a.Exec, Agent: a.Agent, Store: store, Logs: a.Logs, UI: a.UI, Catalog: a.Lifecycle,
+		Exec: a.Exec, Agent: a.Agent, Store: store, Logs: a.Logs, UI: a.UI, Catalog: a.Lifecycle, Streams: a.Streams,
 		Logger: a.Logger.With("component", "web"), Version: cfg.Version})
 	// MCP is served at /mcp over the API handler itself, in process, with
 	// the caller's own token (see package mcpserver).
@@ -312,28 +346,43 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	return a, nil
 }
 
-// Close stops this process's executions, flushes the archive and the app
-// log, and releases the store.
-func (a *App) Close(ctx context.Context) error {
-	uerr := a.UI.Close(ctx)
-	eerr := a.Exec.Close(ctx)
-	a.Agent.Close()
-	aerr := a.Archive.Close(ctx)
-	lerr := a.Logs.Close(ctx)
-	if err := a.Store.Close(); err != nil {
-		return err
+// open opens a component and pushes its Close on the cleanup stack.
+func (a *App) open(ctx context.Context, name string, c desk.Component) error {
+	if err := c.Open(ctx); err != nil {
+		return fmt.Errorf("open %s: %w", name, err)
 	}
-	for _, err := range []error{eerr, aerr, lerr} {
-		if err != nil {
-			return err
-		}
-	}
-	return uerr
+	a.push(name, c.Close)
+	return nil
 }
 
-// Serve listens on addr until ctx is cancelled, then shuts down gracefully,
-// letting in-flight requests finish for up to grace. ready, if not nil, is
-// called with the bound address once the listener is open.
+// push puts a Close on the cleanup stack.
+func (a *App) push(name string, close func(ctx context.Context) error) {
+	a.closers = append(a.closers, closer{name, close})
+}
+
+// Close closes every component Open started, in reverse order, under ctx's
+// deadline: the event streams end, the UI watcher stops, the execution
+// service interrupts and settles this process's executions, the agent's
+// background jobs stop, the archive and the app log are flushed, and the
+// store is released. Every component is closed even when an earlier one
+// fails; the errors are joined. Close is idempotent.
+func (a *App) Close(ctx context.Context) error {
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		c := a.closers[i]
+		if err := c.close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", c.name, err))
+		}
+	}
+	a.closers = nil
+	return errors.Join(errs...)
+}
+
+// Serve listens on addr until ctx is cancelled, then shuts down gracefully:
+// open event streams are told to end at once (they would otherwise hold the
+// shutdown for the whole grace), and in-flight requests may finish for up
+// to grace. ready, if not nil, is called with the bound address once the
+// listener is open.
 func (a *App) Serve(ctx context.Context, addr string, grace time.Duration, ready func(net.Addr)) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -345,6 +394,7 @@ func (a *App) Serve(ctx context.Context, addr string, grace time.Duration, ready
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(a.Logger.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(a.Streams.Shutdown)
 	if ready != nil {
 		ready(ln.Addr())
 	}

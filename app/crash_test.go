@@ -57,7 +57,7 @@ func crashChild() {
 	})
 	a, err := app.Open(context.Background(), app.Config{
 		Home: os.Getenv("DESK_CRASH_HOME"), Postgres: os.Getenv("DESK_CRASH_PG"), AdminToken: "crash",
-		Execution: execution.Options{Executor: ex, PollInterval: 50 * time.Millisecond},
+		Executor: ex, Execution: execution.Options{PollInterval: 50 * time.Millisecond},
 	})
 	if err != nil {
 		panic(err)

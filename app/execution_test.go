@@ -21,7 +21,7 @@ type execWorld struct {
 
 func newExecWorld(t *testing.T, mod ...func(*app.Config)) *execWorld {
 	ex := apptest.NewExecutor()
-	cfg := app.Config{Execution: execution.Options{Executor: ex, PollInterval: 50 * time.Millisecond, StopTimeout: 3 * time.Second}}
+	cfg := app.Config{Executor: ex, Execution: execution.Options{PollInterval: 50 * time.Millisecond, StopTimeout: 3 * time.Second}}
 	for _, m := range mod {
 		m(&cfg)
 	}
@@ -123,7 +123,7 @@ func TestStartingRecordedBeforeExecutorStarts(t *testing.T) {
 	})
 	var w *execWorld
 	w = newExecWorld(t, func(c *app.Config) {
-		c.Execution.Executor = execution.ExecutorFunc(func(ctx context.Context, tr *execution.Turn) (*execution.Outcome, error) {
+		c.Executor = execution.ExecutorFunc(func(ctx context.Context, tr *execution.Turn) (*execution.Outcome, error) {
 			x, err := w.App.Store.GetExecution(ctx, tr.Execution.ID)
 			if err != nil {
 				return nil, err

@@ -335,7 +335,7 @@ func TestLifecycleGuard(t *testing.T) {
 	if err := w.App.Store.RegisterOwner(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	g2 := lifecycle.NewGuard(w.App.Store, other.ID)
+	g2 := lifecycle.NewGuard(w.App.Store, other.ID, lifecycle.GuardOptions{})
 	var ws2 desk.Workspace
 	w.Must(201, "POST", "/v1/workspaces", map[string]string{"name": "second"}, &ws2)
 	rel1, err := w.App.Guard.Acquire(ctx, desk.OpAbsorb, w.ws.ID)

@@ -73,7 +73,7 @@ func twoServers(t *testing.T, cfgA, cfgB app.Config) {
 	ex := apptest.NewExecutor()
 	for _, c := range []*app.Config{&cfgA, &cfgB} {
 		c.AdminToken = "shared-admin-token"
-		c.Execution = execution.Options{Executor: ex, PollInterval: 20 * time.Millisecond}
+		c.Executor, c.Execution = ex, execution.Options{PollInterval: 20 * time.Millisecond}
 	}
 	a := apptest.Start(t, cfgA)
 	b := apptest.Start(t, cfgB)

@@ -139,8 +139,8 @@ func TestQueuePropertyModel(t *testing.T) {
 		}
 		defer os.RemoveAll(home)
 		ex := newModelExecutor()
-		cfg := app.Config{Home: home, AdminToken: "prop", Execution: execution.Options{
-			Executor: ex, PollInterval: 10 * time.Millisecond, StopTimeout: 3 * time.Second, FaultThreshold: 1 << 30}}
+		cfg := app.Config{Home: home, AdminToken: "prop", Executor: ex, Execution: execution.Options{
+			PollInterval: 10 * time.Millisecond, StopTimeout: 3 * time.Second, FaultThreshold: 1 << 30}}
 		ctx := desk.WithPrincipal(context.Background(), desk.Principal{Admin: true})
 		a, err := app.Open(ctx, cfg)
 		if err != nil {

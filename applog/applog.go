@@ -194,8 +194,23 @@ func (s *Service) Close(ctx context.Context) error {
 	if cancel != nil {
 		cancel()
 	}
-	s.wg.Wait()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		// The writer stops on its own once its batch is stored; the
+		// entries still queued go only to Next.
+		s.endSubs()
+		return fmt.Errorf("close app log: %w", ctx.Err())
+	}
 	err := s.flushAll(ctx)
+	s.endSubs()
+	return err
+}
+
+// endSubs ends the live subscriptions, once the log is closed.
+func (s *Service) endSubs() {
 
 	s.subMu.Lock()
 	s.subsClosed = true
@@ -203,7 +218,6 @@ func (s *Service) Close(ctx context.Context) error {
 		s.endLocked(sub, ErrClosed)
 	}
 	s.subMu.Unlock()
-	return err
 }
 
 // Flush stores every entry queued so far before it returns.

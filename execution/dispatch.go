@@ -78,7 +78,7 @@ func (s *Service) dispatchLoop(surfaceID string, item *desk.QueueItem, exe *desk
 // claim takes the surface's next admissible row with a starting
 // execution, or nothing.
 func (s *Service) claim(surfaceID string) (*desk.QueueItem, *desk.Execution) {
-	if s.ctx.Err() != nil || s.journalFailed() != nil || s.opts.Executor == nil {
+	if s.ctx.Err() != nil || s.journalFailed() != nil || s.with.Executor == nil {
 		return nil, nil
 	}
 	now := s.opts.Now()
@@ -151,7 +151,7 @@ func (s *Service) run(item *desk.QueueItem, exe *desk.Execution, resumed bool) {
 	turn.Emit = func(typ string, data any) { s.emit(exe, typ, data) }
 	turn.Closing = func() bool { return s.ctx.Err() != nil }
 
-	out, err := s.opts.Executor.Execute(ctx, turn)
+	out, err := s.with.Executor.Execute(ctx, turn)
 	if errors.Is(err, ErrSuspended) && s.ctx.Err() != nil && r.started.Load() {
 		// Desk is shutting down while the turn waits on a person: the
 		// execution stays running, its wait pending, and the next process
@@ -302,7 +302,11 @@ func (s *Service) settle(log interface {
 		if attempt >= 20 {
 			return // recovery finishes it
 		}
-		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
+		select {
+		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
+		case <-s.abandon:
+			return // Close stopped waiting; the next start's recovery finishes it
+		}
 	}
 	s.hub.notify()
 	// The ledger record is durable when its append returns; the next turn

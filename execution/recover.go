@@ -132,7 +132,7 @@ func (s *Service) recoverOne(ctx context.Context, x *desk.Execution, known bool,
 // begins (startResumed). done reports that the execution needs no settle
 // here (adopted, or another process took it first).
 func (s *Service) resumeOne(ctx context.Context, x *desk.Execution, known bool, now time.Time) (done bool, err error) {
-	rs, ok := s.opts.Executor.(Resumer)
+	rs, ok := s.with.Executor.(Resumer)
 	if !ok {
 		return false, nil
 	}

@@ -36,10 +36,8 @@ type Archiver interface {
 
 // Options configure the service; zero values take the defaults noted.
 type Options struct {
-	Executor  Executor
-	Available Availability
-	Archive   Archiver
-	Logger    *slog.Logger
+	Archive Archiver
+	Logger  *slog.Logger
 	// Door names the channel of submits that do not name one ("http").
 	Door string
 	// LeaseTTL is how long a claim's lease lasts between renewals (30s).
@@ -67,12 +65,6 @@ type Options struct {
 	AttachTTL time.Duration
 	// EventRetention is how long events stay resumable (24h).
 	EventRetention time.Duration
-	// BeforeDispatch, when set, runs in Open once this process is a
-	// registered owner and dead owners' executions are recovered, and
-	// before anything is dispatched: startup recovery that must finish
-	// before queued work runs (the workspace lifecycle) goes here. Its
-	// error fails Open.
-	BeforeDispatch func(ctx context.Context) error
 	Now            func() time.Time
 }
 
@@ -114,9 +106,21 @@ type Service struct {
 	owner *desk.Owner
 	host  string
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	with Run // given to Open
+
+	ctx        context.Context
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	dispatchOn atomic.Bool // Open let dispatch begin (and Close has not stopped it)
+
+	closeMu  sync.Mutex
+	closing  bool
+	closeErr error // StopOwner's answer, once the executions stopped
+	stopped  bool
+	// abandon is closed when a Close's context ended before the
+	// executions settled: settle retries stop (recovery finishes them).
+	abandon     chan struct{}
+	abandonOnce sync.Once
 
 	mu          sync.Mutex
 	dispatching map[string]bool     // surfaces with a dispatcher in this process
@@ -139,73 +143,126 @@ type running struct {
 
 type journalState struct{ err error }
 
-// New returns the service; Open starts it.
+// Run is what the service calls back into once it is open. Each of these
+// is built on top of the service — the agent (the executor) queues answer
+// rows through Submit, the workspace lifecycle queues ask prompts through
+// it and names the service's owner in its leases — so they cannot be given
+// to New. The service is built first, handed to them as their
+// desk.Submitter, desk.Waker and owner id, and given them in turn when it
+// opens: before Open nothing is dispatched, so nothing needs them.
+type Run struct {
+	// Executor runs the turns; nil refuses every submit (a desk that
+	// only serves what is stored).
+	Executor Executor
+	// Available, when set, refuses work for sessions that cannot run it.
+	Available Availability
+	// Recover runs, in order, once this process is a registered owner and
+	// dead owners' executions are recovered, and before anything is
+	// dispatched: startup recovery that must finish before queued work runs
+	// (the workspace lifecycle, then template upgrades and absorbs). Its
+	// error fails Open.
+	Recover []desk.Recoverer
+}
+
+// New returns the service with its owner id chosen; Open registers the
+// owner and starts it.
 func New(store desk.Store, home layout.Home, opts Options) *Service {
 	opts.defaults()
 	return &Service{
 		store: store, home: home, opts: opts, log: opts.Logger, hub: newHub(),
+		owner:       &desk.Owner{ID: desk.NewID("own"), PID: os.Getpid()},
+		abandon:     make(chan struct{}),
 		dispatching: map[string]bool{}, again: map[string]bool{}, active: map[string]*running{}, stops: map[string]*stopCall{},
 	}
 }
 
 // Open registers this process as an owner, recovers what dead owners left
-// behind, sweeps orphaned scratch, and starts the background loop. Call it
-// before serving requests.
-func (s *Service) Open(ctx context.Context) error {
+// behind, sweeps orphaned scratch, runs run.Recover, and starts the
+// background loop and dispatch. Call it once, before serving requests. When
+// it fails, nothing of the service is left running and the owner is marked
+// stopped.
+func (s *Service) Open(ctx context.Context, run Run) (err error) {
+	if s.ctx != nil {
+		return fmt.Errorf("execution: already open")
+	}
+	s.with = run
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	host, err := hostIdentity()
 	if err != nil {
+		s.cancel()
 		return err
 	}
 	now := s.opts.Now()
 	s.host = host
-	s.owner = &desk.Owner{ID: desk.NewID("own"), Host: host, PID: os.Getpid(), StartedAt: now, HeartbeatAt: now}
+	s.owner.Host, s.owner.StartedAt, s.owner.HeartbeatAt = host, now, now
 	if err := s.store.RegisterOwner(ctx, s.owner); err != nil {
+		s.cancel()
 		return fmt.Errorf("register owner: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			s.cancel()
+			s.wg.Wait()
+			_ = s.store.StopOwner(context.WithoutCancel(ctx), s.owner.ID, s.opts.Now())
+		}
+	}()
 	if err := s.recover(ctx); err != nil {
 		return fmt.Errorf("recover executions: %w", err)
 	}
 	if err := s.sweepScratch(ctx); err != nil {
 		return fmt.Errorf("sweep scratch: %w", err)
 	}
-	if s.opts.BeforeDispatch != nil {
-		if err := s.opts.BeforeDispatch(ctx); err != nil {
-			s.cancel()
-			_ = s.store.StopOwner(context.Background(), s.owner.ID, s.opts.Now())
-			return err
+	for _, r := range run.Recover {
+		if err := r.Recover(ctx); err != nil {
+			return fmt.Errorf("startup recovery: %w", err)
 		}
 	}
 	s.wg.Add(1)
 	go s.loop()
-	// Turns that waited on a person when the last process died continue
-	// first; then work that was queued while no desk ran.
+	// Work that was queued while no desk ran, or that recovery held back,
+	// may dispatch from now on: first the turns that waited on a person
+	// when the last process died, then the queues.
+	s.dispatchOn.Store(true)
 	s.startResumed()
 	s.dispatchQueued(ctx)
 	return nil
 }
 
 // Close stops new dispatch, interrupts this process's executions (they are
-// settled as interrupted, reason owner-stopping), waits for them, and marks
-// the owner stopped. No goroutine outlives it.
+// settled as interrupted, reason owner-stopping), waits for them and for
+// every goroutine of the service until ctx ends, and marks the owner
+// stopped. It is idempotent: a call after a successful one returns nil; a
+// call after one that ctx cut short waits again.
 func (s *Service) Close(ctx context.Context) error {
 	if s.cancel == nil {
-		return nil
+		return nil // never opened
 	}
-	s.mu.Lock()
-	for _, r := range s.active {
-		r.stop.Store(true)
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.stopped {
+		return s.closeErr
 	}
-	s.mu.Unlock()
-	s.cancel()
+	if !s.closing {
+		s.closing = true
+		s.dispatchOn.Store(false)
+		s.mu.Lock()
+		for _, r := range s.active {
+			r.stop.Store(true)
+		}
+		s.mu.Unlock()
+		s.cancel()
+	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
+		s.abandonOnce.Do(func() { close(s.abandon) })
 		return fmt.Errorf("executions did not stop: %w", ctx.Err())
 	}
-	return s.store.StopOwner(context.Background(), s.owner.ID, s.opts.Now())
+	s.stopped = true
+	s.closeErr = s.store.StopOwner(context.WithoutCancel(ctx), s.owner.ID, s.opts.Now())
+	return s.closeErr
 }
 
 // OwnerID is this process's owner id.
@@ -215,7 +272,9 @@ func (s *Service) OwnerID() string { return s.owner.ID }
 // workspace's lease is given back (after a restore, an upgrade, an
 // absorb), its queued rows become admissible again.
 func (s *Service) Wake() {
-	if s.ctx != nil && s.ctx.Err() == nil {
+	// Before Open lets dispatch begin (a lease given back by startup
+	// recovery), Open's own look at the queue comes later and covers it.
+	if s.dispatchOn.Load() && s.ctx.Err() == nil {
 		s.dispatchQueued(s.ctx)
 	}
 }
@@ -369,11 +428,11 @@ func (s *Service) Submit(ctx context.Context, sessionID string, in desk.SubmitIn
 	if err := s.journalFailed(); err != nil {
 		return nil, err
 	}
-	if s.opts.Executor == nil {
+	if s.with.Executor == nil {
 		return nil, desk.Errorf(desk.ECONFLICT, "this desk has no executor to run work")
 	}
-	if s.opts.Available != nil {
-		if err := s.opts.Available(ctx, x); err != nil {
+	if s.with.Available != nil {
+		if err := s.with.Available(ctx, x); err != nil {
 			return nil, err
 		}
 	}

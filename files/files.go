@@ -50,18 +50,19 @@ type Service struct {
 	workspaces desk.WorkspaceService
 	artifacts  desk.ArtifactPaths
 	collector  *gc.Collector
+	quota      *Quota
 	opts       Options
 
-	paths  keyed // one writer per area path at the commit step
-	actors keyed // one quota decision per actor at a time
+	paths keyed // one writer per area path at the commit step
 }
 
 var _ desk.FileService = (*Service)(nil)
 
 // New returns the file service. artifacts is the path-addressed door to the
-// artifact service; collector does the workspace GC.
-func New(store desk.Store, home layout.Home, workspaces desk.WorkspaceService, artifacts desk.ArtifactPaths, collector *gc.Collector, opts Options) *Service {
-	return &Service{store: store, home: home, workspaces: workspaces, artifacts: artifacts, collector: collector, opts: opts}
+// artifact service; collector does the workspace GC; quota admits uploads
+// (the artifact service shares it).
+func New(store desk.Store, home layout.Home, workspaces desk.WorkspaceService, artifacts desk.ArtifactPaths, collector *gc.Collector, quota *Quota) *Service {
+	return &Service{store: store, home: home, workspaces: workspaces, artifacts: artifacts, collector: collector, quota: quota, opts: quota.opts}
 }
 
 // area is one actor's file area, resolved for a request.
@@ -115,7 +116,11 @@ func (s *Service) area(ctx context.Context, scope desk.FileScope) (*area, error)
 // without it a missing area is simply empty, which callers report as not
 // found for the path they were asked about.
 func (s *Service) openArea(a *area, create bool) (*os.Root, error) {
-	dir := s.home.Abs(a.ws.ID, a.rel())
+	return openArea(s.home, a, create)
+}
+
+func openArea(home layout.Home, a *area, create bool) (*os.Root, error) {
+	dir := home.Abs(a.ws.ID, a.rel())
 	if create {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, storageErr("create the actor's file area", err)

@@ -234,9 +234,7 @@ func (c *capReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (s *Service) quotaErr(a *area, limit int64) error {
-	return desk.Errorf(desk.ETOOLARGE, "the upload would exceed the file quota of actor %s (%d bytes; %d bytes left for this file)", a.actor.ID, s.opts.QuotaBytes, max(limit, 0))
-}
+func (s *Service) quotaErr(a *area, limit int64) error { return s.quota.quotaErr(a, limit) }
 
 // Upload stores the body at in.Path: streamed into a temporary file beside
 // the target, made durable, and renamed over it, so readers see the old
@@ -269,7 +267,7 @@ func (s *Service) Upload(ctx context.Context, scope desk.FileScope, in desk.File
 	if err := noLinks(root, rel, false); err != nil {
 		return nil, err
 	}
-	room, err := s.room(ctx, a)
+	room, err := s.quota.room(ctx, a)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +349,7 @@ func (s *Service) Upload(ctx context.Context, scope desk.FileScope, in desk.File
 		}
 		replaced = fi.Size()
 	}
-	undo, err := s.admit(ctx, a)(replaced, n)
+	undo, err := s.quota.admit(ctx, a)(replaced, n)
 	if err != nil {
 		return nil, err
 	}
@@ -442,7 +440,7 @@ func (s *Service) uploadArtifact(ctx context.Context, a *area, p, ses, rest stri
 		body = capped
 	}
 	art, created, err := s.artifacts.PutPath(ctx, x.ID, rest, desk.ArtifactPathPut{
-		MediaType: in.MediaType, Body: body, Size: in.Size, Admit: s.admit(ctx, a),
+		MediaType: in.MediaType, Body: body, Size: in.Size, Admit: s.quota.admit(ctx, a),
 	})
 	if err != nil {
 		if capped != nil && capped.hit {

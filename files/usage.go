@@ -3,11 +3,13 @@ package files
 import (
 	"context"
 	"errors"
+	"os"
 	"path"
 	"slices"
 	"strings"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/layout"
 )
 
 // Usage accounting. An actor's usage is the bytes and count of the regular
@@ -20,42 +22,71 @@ import (
 // the quota holds for them too; files an agent's commands write are
 // counted at the next walk.
 
+// Quota bounds each actor's file area and keeps its running usage total.
+// It is a part of its own, built before the artifact service and the file
+// service, because both admit writes through it: the file service its
+// uploads, the artifact service (and the agent's file tools, which use it)
+// every artifact it keeps. With the quota inside the file service, which
+// itself writes artifacts through the artifact service, the two needed
+// each other.
+type Quota struct {
+	store  desk.Store
+	home   layout.Home
+	opts   Options
+	actors keyed // one quota decision per actor at a time
+}
+
+// NewQuota returns the quota of opts.QuotaBytes (0: unlimited, but the
+// usage totals are still kept).
+func NewQuota(store desk.Store, home layout.Home, opts Options) *Quota {
+	return &Quota{store: store, home: home, opts: opts}
+}
+
+// openArea opens the actor's area (see Service.openArea).
+func (q *Quota) openArea(a *area, create bool) (*os.Root, error) {
+	return openArea(q.home, a, create)
+}
+
+func (q *Quota) quotaErr(a *area, limit int64) error {
+	return desk.Errorf(desk.ETOOLARGE, "the upload would exceed the file quota of actor %s (%d bytes; %d bytes left for this file)", a.actor.ID, q.opts.QuotaBytes, max(limit, 0))
+}
+
 // room is how many more bytes the actor may store, or -1 without a quota.
-func (s *Service) room(ctx context.Context, a *area) (int64, error) {
-	if s.opts.QuotaBytes <= 0 {
+func (q *Quota) room(ctx context.Context, a *area) (int64, error) {
+	if q.opts.QuotaBytes <= 0 {
 		return -1, nil
 	}
-	u, err := s.usage(ctx, a)
+	u, err := q.usage(ctx, a)
 	if err != nil {
 		return 0, err
 	}
-	return max(s.opts.QuotaBytes-u.Bytes, 0), nil
+	return max(q.opts.QuotaBytes-u.Bytes, 0), nil
 }
 
 // usage returns the running total, measuring the area first if it never
 // was. The per-actor lock keeps two first uploads from walking twice.
-func (s *Service) usage(ctx context.Context, a *area) (*desk.ActorUsage, error) {
-	u, err := s.store.GetActorUsage(ctx, a.actor.ID)
+func (q *Quota) usage(ctx context.Context, a *area) (*desk.ActorUsage, error) {
+	u, err := q.store.GetActorUsage(ctx, a.actor.ID)
 	if err == nil {
 		return u, nil
 	}
 	if !desk.IsCode(err, desk.ENOTFOUND) {
 		return nil, err
 	}
-	unlock := s.actors.lock(a.actor.ID)
+	unlock := q.actors.lock(a.actor.ID)
 	defer unlock()
-	return s.usageLocked(ctx, a)
+	return q.usageLocked(ctx, a)
 }
 
-func (s *Service) usageLocked(ctx context.Context, a *area) (*desk.ActorUsage, error) {
-	u, err := s.store.GetActorUsage(ctx, a.actor.ID)
+func (q *Quota) usageLocked(ctx context.Context, a *area) (*desk.ActorUsage, error) {
+	u, err := q.store.GetActorUsage(ctx, a.actor.ID)
 	if err == nil {
 		return u, nil
 	}
 	if !desk.IsCode(err, desk.ENOTFOUND) {
 		return nil, err
 	}
-	st, err := s.measure(ctx, a)
+	st, err := q.measure(ctx, a)
 	if err != nil {
 		return nil, err
 	}
@@ -66,28 +97,28 @@ func (s *Service) usageLocked(ctx context.Context, a *area) (*desk.ActorUsage, e
 // must fit (a file that shrinks is always admitted); the change is then
 // added to the running total at once, so concurrent uploads see each
 // other's reservations, and undo gives it back.
-func (s *Service) admit(ctx context.Context, a *area) func(replaced, size int64) (func(), error) {
+func (q *Quota) admit(ctx context.Context, a *area) func(replaced, size int64) (func(), error) {
 	return func(replaced, size int64) (func(), error) {
 		dBytes, dFiles := size-max(replaced, 0), int64(0)
 		if replaced < 0 {
 			dFiles = 1
 		}
-		if s.opts.QuotaBytes > 0 {
-			unlock := s.actors.lock(a.actor.ID)
+		if q.opts.QuotaBytes > 0 {
+			unlock := q.actors.lock(a.actor.ID)
 			defer unlock()
-			u, err := s.usageLocked(ctx, a)
+			u, err := q.usageLocked(ctx, a)
 			if err != nil {
 				return nil, err
 			}
-			if dBytes > 0 && u.Bytes+dBytes > s.opts.QuotaBytes {
-				return nil, s.quotaErr(a, s.opts.QuotaBytes-u.Bytes+max(replaced, 0))
+			if dBytes > 0 && u.Bytes+dBytes > q.opts.QuotaBytes {
+				return nil, q.quotaErr(a, q.opts.QuotaBytes-u.Bytes+max(replaced, 0))
 			}
 		}
-		if err := s.store.AddActorUsage(ctx, a.actor.ID, dBytes, dFiles); err != nil {
+		if err := q.store.AddActorUsage(ctx, a.actor.ID, dBytes, dFiles); err != nil {
 			return nil, err
 		}
 		return func() {
-			_ = s.store.AddActorUsage(context.WithoutCancel(ctx), a.actor.ID, -dBytes, -dFiles)
+			_ = q.store.AddActorUsage(context.WithoutCancel(ctx), a.actor.ID, -dBytes, -dFiles)
 		}, nil
 	}
 }
@@ -96,23 +127,23 @@ func (s *Service) admit(ctx context.Context, a *area) func(replaced, size int64)
 // API: the artifact service calls it with the size of the bytes it is about
 // to keep (replaced is the size of the file they replace, or -1 for a new
 // file) and, if it then fails to keep them, calls undo.
-func (s *Service) Admit(ctx context.Context, workspaceID, actorID string, replaced, size int64) (undo func(), err error) {
-	w, err := s.store.GetWorkspace(ctx, workspaceID)
+func (q *Quota) Admit(ctx context.Context, workspaceID, actorID string, replaced, size int64) (undo func(), err error) {
+	w, err := q.store.GetWorkspace(ctx, workspaceID)
 	if err != nil {
 		return nil, err
 	}
-	act, err := s.store.GetActor(ctx, actorID)
+	act, err := q.store.GetActor(ctx, actorID)
 	if err != nil {
 		return nil, err
 	}
-	return s.admit(ctx, &area{ws: w, actor: act, admin: true})(replaced, size)
+	return q.admit(ctx, &area{ws: w, actor: act, admin: true})(replaced, size)
 }
 
 // measure walks the whole area and stores what it found as the running
 // total.
-func (s *Service) measure(ctx context.Context, a *area) (*desk.FileStats, error) {
+func (q *Quota) measure(ctx context.Context, a *area) (*desk.FileStats, error) {
 	st := &desk.FileStats{WorkspaceID: a.ws.ID, ActorID: a.actor.ID, Folders: []desk.FolderUsage{}}
-	root, err := s.openArea(a, false)
+	root, err := q.openArea(a, false)
 	if err != nil && !errors.Is(err, errNoArea) {
 		return nil, err
 	}
@@ -153,7 +184,7 @@ func (s *Service) measure(ctx context.Context, a *area) (*desk.FileStats, error)
 		}
 		slices.SortFunc(st.Folders, func(x, y desk.FolderUsage) int { return strings.Compare(x.Path, y.Path) })
 	}
-	err = s.store.SetActorUsage(ctx, &desk.ActorUsage{WorkspaceID: a.ws.ID, ActorID: a.actor.ID, Bytes: st.Bytes, Files: st.Files, UpdatedAt: desk.Now()})
+	err = q.store.SetActorUsage(ctx, &desk.ActorUsage{WorkspaceID: a.ws.ID, ActorID: a.actor.ID, Bytes: st.Bytes, Files: st.Files, UpdatedAt: desk.Now()})
 	if err != nil {
 		return nil, err
 	}
@@ -168,8 +199,8 @@ func (s *Service) Stats(ctx context.Context, scope desk.FileScope) (*desk.FileSt
 	if err != nil {
 		return nil, err
 	}
-	unlock := s.actors.lock(a.actor.ID)
-	st, err := s.measure(ctx, a)
+	unlock := s.quota.actors.lock(a.actor.ID)
+	st, err := s.quota.measure(ctx, a)
 	unlock()
 	if err != nil {
 		return nil, err
@@ -217,8 +248,8 @@ func (s *Service) GC(ctx context.Context, workspaceID string) (*desk.GCReport, e
 	}
 	for _, act := range actors {
 		a := &area{ws: w, actor: act, admin: true}
-		unlock := s.actors.lock(act.ID)
-		_, err := s.measure(ctx, a)
+		unlock := s.quota.actors.lock(act.ID)
+		_, err := s.quota.measure(ctx, a)
 		unlock()
 		if err != nil {
 			return nil, err

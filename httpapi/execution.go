@@ -375,10 +375,15 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	if err := s.Exec.ScopeEvents(r.Context(), &f); err != nil {
 		return err
 	}
+	ctx, end, err := s.Streams.Begin(r)
+	if err != nil {
+		return err
+	}
+	defer end()
 	sse := newSSE(w)
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := context.WithCancel(ctx)
+	defer s.Streams.Go(func() { sse.keepAlive(ctx, cancel) })()
 	defer cancel()
-	go sse.keepAlive(ctx, cancel)
 	err = s.Exec.Tail(ctx, f, func(g execution.Gap) error {
 		return sse.event(0, "gap", g)
 	}, func(e *desk.Event) error {

@@ -106,10 +106,15 @@ func (s *Server) streamLogs(w http.ResponseWriter, r *http.Request) error {
 	if after > 0 {
 		f.AfterSeq = after
 	}
+	ctx, end, err := s.Streams.Begin(r)
+	if err != nil {
+		return err
+	}
+	defer end()
 	sse := newSSE(w)
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := context.WithCancel(ctx)
+	defer s.Streams.Go(func() { sse.keepAlive(ctx, cancel) })()
 	defer cancel()
-	go sse.keepAlive(ctx, cancel)
 	err = s.Logs.Tail(ctx, f, func(e *desk.LogEntry) error {
 		return sse.event(e.Seq, "log", e)
 	})

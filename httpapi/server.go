@@ -52,8 +52,11 @@ type Server struct {
 	Templates  Templates
 	Absorb     Absorber
 	Web        http.Handler // everything outside the API (the web UI at /); nil: JSON not-found
-	Logger     *slog.Logger
-	Version    string
+	// Streams owns the open event streams, so a shutdown can end them;
+	// nil makes one of the server's own.
+	Streams *Streams
+	Logger  *slog.Logger
+	Version string
 	// BodyIdleTimeout cuts off a request body that stalls: each window of
 	// this length must bring at least bodyProgressBytes (or the end of
 	// the body), so a body trickled a byte a second ends with an error
@@ -80,6 +83,9 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func (s *Server) Handler() http.Handler {
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	if s.Streams == nil {
+		s.Streams = NewStreams()
 	}
 	mux := http.NewServeMux()
 	for _, rt := range s.routes() {

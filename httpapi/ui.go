@@ -14,7 +14,7 @@ import (
 type UIState interface {
 	Draft(ctx context.Context, sessionID, surfaceID string) (*desk.Draft, error)
 	SaveDraft(ctx context.Context, sessionID, surfaceID, text string) (*desk.Draft, error)
-	Open(ctx context.Context, sessionID, viewer string) (*desk.Session, error)
+	OpenSession(ctx context.Context, sessionID, viewer string) (*desk.Session, error)
 	Leave(ctx context.Context, sessionID, viewer string) error
 }
 
@@ -87,7 +87,7 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	x, err := s.UI.Open(r.Context(), ses, viewer)
+	x, err := s.UI.OpenSession(r.Context(), ses, viewer)
 	if err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ func (s *Service) Ask(ctx context.Context, in AskInput) (*AskResult, error) {
 		out.Status = AskUnavailable
 		return out, nil
 	}
-	sub, err := s.opts.Submit(ctx, res.SessionID, desk.SubmitInput{Text: text})
+	sub, err := s.opts.Submit.Submit(ctx, res.SessionID, desk.SubmitInput{Text: text})
 	if err != nil {
 		return nil, err
 	}

@@ -27,23 +27,36 @@ const DefaultOwnerTTL = 15 * time.Second
 // (the execution service's OwnerID), or other processes will take its
 // leases away.
 type Guard struct {
-	store desk.Store
-	owner string
+	store    desk.Store
+	owner    string
+	ttl      time.Duration
+	now      func() time.Time
+	released desk.Waker
+}
+
+// GuardOptions tune a guard; zero values take the defaults noted.
+type GuardOptions struct {
 	// OwnerTTL is how long an owner may miss heartbeats before its leases
 	// are reclaimable (DefaultOwnerTTL).
 	OwnerTTL time.Duration
 	// Now is the clock (desk.Now).
 	Now func() time.Time
-	// Released, when set, is called after a lease is given back: queued
+	// Released, when set, is woken after a lease is given back: queued
 	// work the lease held back (claims skip a leased workspace) may run
-	// now, so the app points it at the dispatchers' wake-up.
-	Released func()
+	// now, so the app passes the execution service.
+	Released desk.Waker
 }
 
 // NewGuard returns a guard that takes leases for owner, this process's
 // owner id.
-func NewGuard(store desk.Store, owner string) *Guard {
-	return &Guard{store: store, owner: owner, OwnerTTL: DefaultOwnerTTL, Now: desk.Now}
+func NewGuard(store desk.Store, owner string, opts GuardOptions) *Guard {
+	if opts.OwnerTTL <= 0 {
+		opts.OwnerTTL = DefaultOwnerTTL
+	}
+	if opts.Now == nil {
+		opts.Now = desk.Now
+	}
+	return &Guard{store: store, owner: owner, ttl: opts.OwnerTTL, now: opts.Now, released: opts.Released}
 }
 
 // Owner is the owner id the guard takes leases for.
@@ -65,11 +78,11 @@ func (g *Guard) Acquire(ctx context.Context, op string, workspaceIDs ...string) 
 	if err != nil {
 		return nil, err
 	}
-	now := g.Now()
+	now := g.now()
 	id := desk.NewID("lse")
 	err = g.store.AcquireWorkspaceLeases(ctx, desk.LeaseRequest{
 		LeaseID: id, Op: op, Owner: g.owner, WorkspaceIDs: workspaceIDs, Now: now,
-		StaleBefore: now.Add(-g.OwnerTTL), DeadOwners: dead,
+		StaleBefore: now.Add(-g.ttl), DeadOwners: dead,
 	})
 	if err != nil {
 		return nil, err
@@ -85,8 +98,8 @@ func (g *Guard) Acquire(ctx context.Context, op string, workspaceIDs ...string) 
 		// A release that fails leaves a lease that a restart (the owner
 		// stops) or the heartbeat timeout frees; nothing is lost.
 		_ = g.store.ReleaseWorkspaceLeases(rctx, id)
-		if g.Released != nil {
-			g.Released()
+		if g.released != nil {
+			g.released.Wake()
 		}
 	}, nil
 }

@@ -46,10 +46,6 @@ type Archive interface {
 	CloseWorkspace(ctx context.Context, ws string) error
 }
 
-// Submitter queues a message on a session (the execution service's
-// Submit); ask uses it.
-type Submitter func(ctx context.Context, sessionID string, in desk.SubmitInput) (*desk.SubmitResult, error)
-
 // RecoverFunc finishes or rolls back one interrupted operation of another
 // package, given its journal. It takes whatever leases it needs itself and
 // deletes the journal when done; a second call with the same journal must
@@ -60,8 +56,12 @@ type RecoverFunc func(ctx context.Context, j *desk.LifecycleJournal) error
 type Options struct {
 	// Sessions resolves ask targets.
 	Sessions desk.SessionService
-	// Submit queues ask prompts.
-	Submit Submitter
+	// Guard hands out the workspace leases every operation takes; nil
+	// refuses every operation (a desk without an execution service has no
+	// registered owner to name in a lease).
+	Guard *Guard
+	// Submit queues ask prompts (the execution service).
+	Submit desk.Submitter
 	// Archive, when set, has a workspace's files closed before it moves.
 	Archive Archive
 	Logger  *slog.Logger
@@ -86,9 +86,9 @@ type Service struct {
 	sessionWS sync.Map // session id → workspace id; a session never moves
 }
 
-// New returns the service. SetGuard must be called before any operation:
-// the guard needs this process's owner id, which exists only once the
-// execution service registered it.
+// New returns the service. Its guard needs this process's owner id, which
+// the execution service chooses when it is built (and registers when it
+// opens), so the execution service is built first.
 func New(store desk.Store, home layout.Home, opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -96,31 +96,11 @@ func New(store desk.Store, home layout.Home, opts Options) *Service {
 	if opts.Now == nil {
 		opts.Now = desk.Now
 	}
-	return &Service{store: store, home: home, opts: opts, log: opts.Logger, recoverers: map[string]RecoverFunc{}}
+	return &Service{store: store, home: home, opts: opts, log: opts.Logger, guard: opts.Guard, recoverers: map[string]RecoverFunc{}}
 }
 
-// SetSubmitter installs what ask queues prompts with, once the execution
-// service exists. (A restored workspace's queued work is woken by the
-// guard when the restore gives its lease back.)
-func (s *Service) SetSubmitter(submit Submitter) {
-	s.mu.Lock()
-	s.opts.Submit = submit
-	s.mu.Unlock()
-}
-
-// SetGuard installs the operation guard.
-func (s *Service) SetGuard(g *Guard) {
-	s.mu.Lock()
-	s.guard = g
-	s.mu.Unlock()
-}
-
-// Guard returns the operation guard (nil before SetGuard).
-func (s *Service) Guard() *Guard {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.guard
-}
+// Guard returns the operation guard (nil when none was given).
+func (s *Service) Guard() *Guard { return s.guard }
 
 // RegisterRecovery has Recover hand journals of op to fn.
 func (s *Service) RegisterRecovery(op string, fn RecoverFunc) {
@@ -132,7 +112,7 @@ func (s *Service) RegisterRecovery(op string, fn RecoverFunc) {
 func (s *Service) acquire(ctx context.Context, op, ws string) (func(), error) {
 	g := s.Guard()
 	if g == nil {
-		return nil, desk.Errorf(desk.EUNAVAILABLE, "the workspace lifecycle is not started yet")
+		return nil, desk.Errorf(desk.EUNAVAILABLE, "this desk has no workspace lease guard")
 	}
 	return g.Acquire(ctx, op, ws)
 }

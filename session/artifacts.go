@@ -44,11 +44,20 @@ type artifacts struct {
 
 var _ desk.ArtifactService = (*artifacts)(nil)
 
+// Artifacts is what NewArtifacts returns: the artifact API, its
+// path-addressed door for the file API and the agent's tools, and its
+// startup recovery.
+type Artifacts interface {
+	desk.ArtifactService
+	desk.ArtifactPaths
+	desk.Recoverer
+}
+
 // NewArtifacts returns the artifact service. Bytes live in each session's
 // artifact directory; rows in the store. Every change writes the bytes
 // durably before the row that points at them, so a crash leaves either the
 // old artifact or the new one.
-func NewArtifacts(store desk.Store, home layout.Home, opts ArtifactOptions) desk.ArtifactService {
+func NewArtifacts(store desk.Store, home layout.Home, opts ArtifactOptions) Artifacts {
 	return &artifacts{store: store, home: home, opts: opts}
 }
 

@@ -26,22 +26,25 @@ type sessions struct {
 	store      desk.Store
 	home       layout.Home
 	workspaces desk.WorkspaceService
-	// beforeDelete stops whatever runs in a session before its files and
-	// rows go (the execution service's StopSession).
-	beforeDelete func(ctx context.Context, x *desk.Session) error
+	// stopper stops whatever runs in a session before its files and rows
+	// go (the execution service); nil on a desk that runs nothing.
+	stopper desk.SessionStopper
 }
 
-// SetBeforeDelete installs the hook Delete calls once the session is
-// hidden and before its files and rows are removed.
-func SetBeforeDelete(svc desk.SessionService, fn func(ctx context.Context, x *desk.Session) error) {
-	svc.(*sessions).beforeDelete = fn
+// Service is what New returns: the session service and its startup
+// recovery (deletes a crash interrupted are finished).
+type Service interface {
+	desk.SessionService
+	desk.Recoverer
 }
 
-var _ desk.SessionService = (*sessions)(nil)
+var _ Service = (*sessions)(nil)
 
-// New returns the session service.
-func New(store desk.Store, home layout.Home, workspaces desk.WorkspaceService) desk.SessionService {
-	return &sessions{store: store, home: home, workspaces: workspaces}
+// New returns the session service. stopper is called when a session is
+// deleted, once the session is hidden and before its files and rows are
+// removed.
+func New(store desk.Store, home layout.Home, workspaces desk.WorkspaceService, stopper desk.SessionStopper) Service {
+	return &sessions{store: store, home: home, workspaces: workspaces, stopper: stopper}
 }
 
 // visibleSession returns the session if the caller may see it. Sessions of
@@ -191,8 +194,8 @@ func (s *sessions) Delete(ctx context.Context, id string) error {
 	if err := s.store.MarkSessionDeleting(ctx, x.ID); err != nil {
 		return err
 	}
-	if s.beforeDelete != nil {
-		if err := s.beforeDelete(ctx, x); err != nil {
+	if s.stopper != nil {
+		if err := s.stopper.StopSession(ctx, x); err != nil {
 			return err
 		}
 	}

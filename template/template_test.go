@@ -44,9 +44,8 @@ func newEnv(t *testing.T) *env {
 	if err := st.RegisterOwner(ctx, &desk.Owner{ID: "own_test", Host: "test", PID: os.Getpid(), StartedAt: now, HeartbeatAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: ctx, home: home, store: st, guard: lifecycle.NewGuard(st, "own_test")}
-	life := lifecycle.New(st, home, lifecycle.Options{})
-	life.SetGuard(e.guard)
+	e := &env{t: t, ctx: ctx, home: home, store: st, guard: lifecycle.NewGuard(st, "own_test", lifecycle.GuardOptions{})}
+	life := lifecycle.New(st, home, lifecycle.Options{Guard: e.guard})
 	e.svc = New(st, home, workspace.New(st, home, "admin-token"), life, Options{Hook: func(step string) error {
 		if e.hook != nil {
 			return e.hook(step)

@@ -13,6 +13,8 @@ package uistate
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -46,11 +48,13 @@ type Service struct {
 	opts     Options
 	log      *slog.Logger
 
+	mu     sync.Mutex
+	closed bool
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-// New returns the service; Start runs its watcher.
+// New returns the service; Open starts its watcher.
 func New(store desk.UIStore, sessions desk.SessionService, tail Tailer, opts Options) *Service {
 	if opts.HoldTTL == 0 {
 		opts.HoldTTL = 30 * time.Second
@@ -70,29 +74,39 @@ func New(store desk.UIStore, sessions desk.SessionService, tail Tailer, opts Opt
 // HoldTTL is how long one Open holds a session open.
 func (s *Service) HoldTTL() time.Duration { return s.opts.HoldTTL }
 
-// Start runs the watcher that marks sessions unread when their turns
+// Open starts the watcher that marks sessions unread when their turns
 // finish. It follows events from now on: a turn that finished while desk
 // was down left nobody watching, and its session keeps its flag as it was.
-func (s *Service) Start() {
+func (s *Service) Open(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil || s.closed {
+		return errors.New("uistate: already opened")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	// The watcher reads every workspace's events.
 	ctx = desk.WithPrincipal(ctx, desk.Principal{Admin: true})
 	s.wg.Go(func() { s.watch(ctx) })
+	return nil
 }
 
-// Close stops the watcher and waits for it.
+// Close stops the watcher and waits for it until ctx ends. It is
+// idempotent.
 func (s *Service) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
 	if s.cancel != nil {
 		s.cancel()
 	}
+	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return fmt.Errorf("uistate watcher did not stop: %w", ctx.Err())
 	}
 }
 
@@ -192,10 +206,10 @@ func viewerKey(ctx context.Context, viewer string) (string, error) {
 	return who + "/" + viewer, nil
 }
 
-// Open holds the session open for viewer for HoldTTL and clears its unread
-// flag; clients call it again before the hold runs out while they still
-// show the session.
-func (s *Service) Open(ctx context.Context, sessionID, viewer string) (*desk.Session, error) {
+// OpenSession holds the session open for viewer for HoldTTL and clears
+// its unread flag; clients call it again before the hold runs out while
+// they still show the session.
+func (s *Service) OpenSession(ctx context.Context, sessionID, viewer string) (*desk.Session, error) {
 	key, err := viewerKey(ctx, viewer)
 	if err != nil {
 		return nil, err

@@ -108,18 +108,23 @@ func (s *Server) logsStream(w http.ResponseWriter, r *request) error {
 	if id, err := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64); err == nil && id > 0 {
 		f.AfterSeq = id
 	}
+	ctx, end, err := s.d.Streams.Begin(r.Request)
+	if err != nil {
+		return err
+	}
+	defer end()
 	out, err := newSSE(w)
 	if err != nil {
 		return err
 	}
-	err = s.d.Logs.Tail(r.Context(), f, func(e *desk.LogEntry) error {
+	err = s.d.Logs.Tail(ctx, f, func(e *desk.LogEntry) error {
 		html, err := s.fragment("log-entry", e)
 		if err != nil {
 			return err
 		}
 		return out.send(strconv.FormatInt(e.Seq, 10), "entry", html)
 	})
-	if err != nil && r.Context().Err() == nil {
+	if err != nil && ctx.Err() == nil {
 		s.log.Warn("log stream ended", "err", err)
 	}
 	return nil

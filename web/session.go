@@ -412,7 +412,7 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *request) error {
 	// Opening the session reads it; the page's event stream keeps the same
 	// hold and ends it when the page goes.
 	viewer := newViewer()
-	if x, err = s.d.UI.Open(r.Context(), x.ID, viewer); err != nil {
+	if x, err = s.d.UI.OpenSession(r.Context(), x.ID, viewer); err != nil {
 		return err
 	}
 	v, err := s.sessionView(r.Context(), x)

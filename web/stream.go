@@ -113,7 +113,12 @@ func (s *Server) stream(w http.ResponseWriter, r *request) error {
 		}
 		l.x = x
 	}
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, end, err := s.d.Streams.Begin(r.Request)
+	if err != nil {
+		return err
+	}
+	defer end()
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	l.ctx = ctx
 	// While the stream is connected the session is open: a turn finishing
@@ -123,7 +128,7 @@ func (s *Server) stream(w http.ResponseWriter, r *request) error {
 		viewer = newViewer()
 	}
 	if l.x != nil {
-		if _, err := s.d.UI.Open(ctx, l.x.ID, viewer); err != nil {
+		if _, err := s.d.UI.OpenSession(ctx, l.x.ID, viewer); err != nil {
 			return err
 		}
 		defer func() {
@@ -137,7 +142,8 @@ func (s *Server) stream(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	l.out = out
-	go l.keepalive(cancel, viewer)
+	defer s.d.Streams.Go(func() { l.keepalive(cancel, viewer) })()
+	defer cancel()
 	err = s.d.Exec.Tail(ctx, desk.EventFilter{WorkspaceID: ws.ID, AfterSeq: after},
 		func(execution.Gap) error {
 			// Events were lost to retention: redraw every region.
@@ -184,7 +190,7 @@ func (l *live) keepalive(cancel context.CancelFunc, viewer string) {
 			}
 		case <-hold.C:
 			if l.x != nil {
-				if _, err := l.s.d.UI.Open(l.ctx, l.x.ID, viewer); err != nil && l.ctx.Err() == nil {
+				if _, err := l.s.d.UI.OpenSession(l.ctx, l.x.ID, viewer); err != nil && l.ctx.Err() == nil {
 					l.s.log.Warn("renew session hold", "session_id", l.x.ID, "err", err)
 				}
 			}

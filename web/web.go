@@ -85,7 +85,7 @@ type Logs interface {
 type UIState interface {
 	Draft(ctx context.Context, sessionID, surfaceID string) (*desk.Draft, error)
 	SaveDraft(ctx context.Context, sessionID, surfaceID, text string) (*desk.Draft, error)
-	Open(ctx context.Context, sessionID, viewer string) (*desk.Session, error)
+	OpenSession(ctx context.Context, sessionID, viewer string) (*desk.Session, error)
 	Leave(ctx context.Context, sessionID, viewer string) error
 	HoldTTL() time.Duration
 }
@@ -103,6 +103,9 @@ type Deps struct {
 	UI         UIState
 	// Catalog, when set, serves the workspace catalog page.
 	Catalog Catalog
+	// Streams owns the page and log streams (shared with the API), so a
+	// shutdown ends them; nil makes one of the UI's own.
+	Streams *httpapi.Streams
 	Logger  *slog.Logger
 	Version string
 }
@@ -123,6 +126,9 @@ type Server struct {
 func New(d Deps) *Server {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Streams == nil {
+		d.Streams = httpapi.NewStreams()
 	}
 	s := &Server{d: d, log: d.Logger, keepalive: 15 * time.Second}
 	s.tmpl = template.Must(template.New("").Funcs(funcs()).ParseFS(templateFiles, "templates/*.html"))

@@ -12,8 +12,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/desk-runtime/desk/app"
 )
@@ -28,16 +31,41 @@ type Env struct {
 }
 
 // Start opens a desk on a fresh temporary home (or cfg.Home when set).
+// At the end of the test the desk is closed — a failing App.Close fails
+// the test — and no goroutine may be left behind (goleak), once every
+// desk the test started is closed.
 func Start(t testing.TB, cfg app.Config) *Env {
 	t.Helper()
 	if cfg.Home == "" {
 		cfg.Home = t.TempDir()
+	}
+	if _, seen := verified.LoadOrStore(t, true); !seen {
+		// Registered before the first desk's own cleanup, so it runs after
+		// every desk of the test stopped (cleanups run last-in first-out).
+		opts := []goleak.Option{goleak.IgnoreCurrent(),
+			// A test's own HTTP client keeps a connection whose response
+			// it did not read to the end; that is the test's, not desk's.
+			goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop")}
+		t.Cleanup(func() {
+			verified.Delete(t)
+			if t.Failed() {
+				return // a failed test may well have left work behind
+			}
+			http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+			if err := goleak.Find(opts...); err != nil {
+				t.Errorf("goroutines left behind after every desk closed: %v", err)
+			}
+		})
 	}
 	e := &Env{T: t, Config: cfg}
 	e.open()
 	t.Cleanup(e.stop)
 	return e
 }
+
+// verified holds the tests whose leak check is registered.
+var verified sync.Map
 
 func (e *Env) open() {
 	e.T.Helper()
@@ -49,13 +77,22 @@ func (e *Env) open() {
 	e.Server = httptest.NewServer(a.Handler)
 }
 
+// stop closes the listener and the desk. Open event streams are told to
+// end first, so closing the listener does not wait for their clients.
 func (e *Env) stop() {
+	if e.App != nil {
+		e.App.Streams.Shutdown()
+	}
 	if e.Server != nil {
 		e.Server.Close()
 		e.Server = nil
 	}
 	if e.App != nil {
-		e.App.Close(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := e.App.Close(ctx); err != nil {
+			e.T.Errorf("close desk: %v", err)
+		}
 		e.App = nil
 	}
 }

@@ -31,7 +31,7 @@ var admin = desk.WithPrincipal(context.Background(), desk.Principal{Admin: true}
 
 func open(b *testing.B, ex execution.Executor) *app.App {
 	cfg := app.Config{Home: b.TempDir(), AdminToken: "bench"}
-	cfg.Execution.Executor = ex
+	cfg.Executor = ex
 	a, err := app.Open(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)

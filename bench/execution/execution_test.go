@@ -70,7 +70,7 @@ func (n *noop) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 
 func open(b *testing.B, cfg app.Config, ex execution.Executor) *app.App {
 	cfg.AdminToken = "bench"
-	cfg.Execution.Executor = ex
+	cfg.Executor = ex
 	a, err := app.Open(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -273,7 +273,7 @@ func BenchmarkRecovery100k(b *testing.B) {
 
 			// A gate keeps the recovered queues from draining while we time.
 			gate := make(chan struct{})
-			cfg.Execution.Executor = execution.ExecutorFunc(func(ctx context.Context, t *execution.Turn) (*execution.Outcome, error) {
+			cfg.Executor = execution.ExecutorFunc(func(ctx context.Context, t *execution.Turn) (*execution.Outcome, error) {
 				select {
 				case <-gate:
 				case <-ctx.Done():

@@ -16,7 +16,7 @@ import (
 
 func TestCLISendQueueInterrupt(t *testing.T) {
 	ex := apptest.NewExecutor()
-	c := newCLIWith(t, app.Config{Execution: execution.Options{Executor: ex, PollInterval: 20 * time.Millisecond}})
+	c := newCLIWith(t, app.Config{Executor: ex, Execution: execution.Options{PollInterval: 20 * time.Millisecond}})
 	var ws desk.Workspace
 	c.json(&ws, "workspace", "create", "acme")
 	var x desk.Session

@@ -86,7 +86,14 @@ search tool at a SearXNG instance.`,
 			if err != nil {
 				return err
 			}
-			defer a.Close(context.Background())
+			defer func() {
+				// One deadline for the whole cleanup stack (app.App.Close).
+				cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := a.Close(cctx); err != nil {
+					log.Error("desk did not close cleanly", "err", err)
+				}
+			}()
 			log = a.Logger
 			store := "sqlite " + a.Home.DB()
 			if pg != "" {

@@ -67,6 +67,9 @@ type DB struct {
 	mu     sync.Mutex
 	rebind map[string]string
 	stmts  map[string]*sql.Stmt
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 var _ desk.Store = (*DB)(nil)
@@ -97,16 +100,21 @@ func Open(ctx context.Context, db *sql.DB, d Dialect) (*DB, error) {
 // SQL exposes the underlying handle to the adapter packages and tests.
 func (s *DB) SQL() *sql.DB { return s.db }
 
-// Close closes the database.
+// Close stops the committer and closes the database. It is idempotent: a
+// second call (an App.Close after a failed Open unwound, a test's cleanup
+// after the code under test closed it) returns the first call's result.
 func (s *DB) Close() error {
-	s.stopCommitter()
-	s.mu.Lock()
-	for _, st := range s.stmts {
-		st.Close()
-	}
-	s.stmts = nil
-	s.mu.Unlock()
-	return s.db.Close()
+	s.closeOnce.Do(func() {
+		s.stopCommitter()
+		s.mu.Lock()
+		for _, st := range s.stmts {
+			st.Close()
+		}
+		s.stmts = nil
+		s.mu.Unlock()
+		s.closeErr = s.db.Close()
+	})
+	return s.closeErr
 }
 
 // stmt returns the prepared statement of a query, preparing it once. The
