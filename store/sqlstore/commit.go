@@ -119,7 +119,7 @@ func (s *DB) runBatch(batch []*txReq) {
 			continue
 		}
 		if !one {
-			if _, err := tx.ExecContext(r.ctx, "SAVEPOINT desk_tx"); err != nil {
+			if _, err := tx.ExecContext(context.Background(), "SAVEPOINT desk_tx"); err != nil {
 				tx.Rollback()
 				fail(fmt.Errorf("savepoint: %w", err))
 				return

@@ -193,7 +193,22 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// inTx returns the context a statement of x runs with. Inside a group
+// commit, the transaction is shared by every caller of the batch: a
+// statement that one caller's cancellation interrupts makes SQLite roll the
+// whole transaction back and makes pgx drop the connection, so the other
+// callers' committed-looking writes would fail with it. A caller's context
+// is therefore consulted only before its function starts (runBatch); once
+// it runs, it runs to the end, and the caller waits for that real outcome.
+func (s *DB) inTx(ctx context.Context, x querier) context.Context {
+	if _, ok := x.(*sql.Tx); ok && s.d.GroupCommit {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
 func (s *DB) exec(ctx context.Context, x querier, query string, args ...any) (sql.Result, error) {
+	ctx = s.inTx(ctx, x)
 	if x == querier(s.db) && s.d.GroupCommit {
 		// Every write goes through the committer, even a single statement.
 		var res sql.Result
@@ -212,6 +227,7 @@ func (s *DB) exec(ctx context.Context, x querier, query string, args ...any) (sq
 }
 
 func (s *DB) queryRow(ctx context.Context, x querier, query string, args ...any) *sql.Row {
+	ctx = s.inTx(ctx, x)
 	st, err := s.on(ctx, x, query)
 	if err != nil {
 		// A Row that carries the error: Scan returns it.
@@ -221,6 +237,7 @@ func (s *DB) queryRow(ctx context.Context, x querier, query string, args ...any)
 }
 
 func (s *DB) query(ctx context.Context, x querier, query string, args ...any) (*sql.Rows, error) {
+	ctx = s.inTx(ctx, x)
 	st, err := s.on(ctx, x, query)
 	if err != nil {
 		return nil, err

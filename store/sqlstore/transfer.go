@@ -304,7 +304,7 @@ func (s *DB) ImportRows(ctx context.Context, ws string, next func() (string, des
 
 // tableColumns reads a table's column kinds from the database itself.
 func (s *DB) tableColumns(ctx context.Context, tx *sql.Tx, table string) (map[string]int, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT * FROM `+table+` WHERE 1 = 0`)
+	rows, err := tx.QueryContext(s.inTx(ctx, tx), `SELECT * FROM `+table+` WHERE 1 = 0`)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", table, err)
 	}

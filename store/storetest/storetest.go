@@ -25,6 +25,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("SessionDelete", func(t *testing.T) { testSessionDelete(t, open(t)) })
 	t.Run("Artifacts", func(t *testing.T) { testArtifacts(t, open(t)) })
 	t.Run("ArtifactRevisionRace", func(t *testing.T) { testArtifactRace(t, open(t)) })
+	t.Run("CancelledWriters", func(t *testing.T) { testCancelledWriters(t, open(t)) })
 	t.Run("Groups", func(t *testing.T) { testGroups(t, open(t)) })
 	t.Run("Bindings", func(t *testing.T) { testBindings(t, open(t)) })
 	t.Run("Execution", func(t *testing.T) { testExecution(t, open(t)) })
