@@ -291,8 +291,10 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 
 	// Recovery runs before the handler exists, so no request can observe a
-	// half-finished delete or install.
-	for _, r := range []desk.Recoverer{a.Sessions, a.Artifacts, a.Transfer} {
+	// half-finished delete or install; the collector then sweeps the
+	// temporary files a crash left (after artifacts installed the ones
+	// their rows claim).
+	for _, r := range []desk.Recoverer{a.Sessions, a.Artifacts, a.Transfer, a.Collector} {
 		if err := r.Recover(ctx); err != nil {
 			return nil, fmt.Errorf("startup recovery: %w", err)
 		}

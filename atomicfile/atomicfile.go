@@ -50,8 +50,18 @@ func Create(root *os.Root, target string) (*File, error) {
 }
 
 // Close flushes and closes the temporary file without renaming it, for
-// callers that record the pending rename durably before doing it.
+// callers that record the pending rename durably before doing it: the
+// bytes and the temporary name itself (its directory entry) are durable
+// when it returns, so a record that claims the name never outlives it.
 func (f *File) Close() error {
+	if err := f.flush(); err != nil {
+		return err
+	}
+	return SyncDir(f.root, path.Dir(f.Temp))
+}
+
+// flush makes the bytes durable and closes the file.
+func (f *File) flush() error {
 	if err := f.File.Sync(); err != nil {
 		f.File.Close()
 		return err
@@ -61,7 +71,9 @@ func (f *File) Close() error {
 
 // Commit makes the bytes durable and renames them over the target.
 func (f *File) Commit() error {
-	if err := f.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+	// The rename's own directory sync below also makes the temporary
+	// name durable, so flush suffices here.
+	if err := f.flush(); err != nil && !errors.Is(err, os.ErrClosed) {
 		f.Abort()
 		return err
 	}

@@ -179,10 +179,6 @@ func (s *artifacts) PutPath(ctx context.Context, sessionID, rel string, in desk.
 	}
 
 	if old == nil {
-		if err := f.Commit(); err != nil {
-			undo()
-			return nil, false, storageErr("store artifact", err)
-		}
 		now := desk.Now()
 		a := &desk.Artifact{
 			ID: desk.NewID(desk.PrefixArtifact), SessionID: x.ID, WorkspaceID: x.WorkspaceID, ActorID: x.Actor,
@@ -190,9 +186,7 @@ func (s *artifacts) PutPath(ctx context.Context, sessionID, rel string, in desk.
 			SHA256: got.sha256, Immutable: isImmutableRel(rel), Revision: 1, Origin: originOf(ctx, x),
 			CreatedAt: now, UpdatedAt: now,
 		}
-		if err := s.store.CreateArtifact(ctx, a); err != nil {
-			_ = root.Remove(target)
-			undo()
+		if err := s.create(ctx, root, a, f, undo); err != nil {
 			return nil, false, err
 		}
 		return a, true, nil

@@ -167,19 +167,19 @@ func (s *artifacts) Create(ctx context.Context, sessionID string, in desk.Artifa
 	}
 	unlock := s.locks.lock(x.ID + "/" + rel)
 	defer unlock()
-	if old, err := s.store.ArtifactByPath(ctx, x.ID, rel); err == nil {
-		return nil, desk.Errorf(desk.ECONFLICT, "artifact %s already exists at %s; update it with PUT /v1/sessions/%s/artifacts/%s/content", old.ID, old.Path, x.ID, old.ID)
-	} else if !desk.IsCode(err, desk.ENOTFOUND) {
-		return nil, err
-	}
 	root, err := s.openRoot(x.WorkspaceID)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
+	if old, err := s.store.ArtifactByPath(ctx, x.ID, rel); err == nil {
+		return s.repeated(old, in)
+	} else if !desk.IsCode(err, desk.ENOTFOUND) {
+		return nil, err
+	}
 	target := path.Join(layout.SessionRel(x.Actor, x.ID), rel)
-	// A file without a row (left by a command, or by a crash between rename
-	// and commit) is never silently overwritten: it may be someone's work.
+	// A file without a row (left by a command) is never silently
+	// overwritten: it may be someone's work.
 	if _, err := root.Lstat(target); err == nil {
 		return nil, desk.Errorf(desk.ECONFLICT, "a file that is not an artifact yet already exists at /artifacts/%s; choose another name", rel)
 	}
@@ -192,10 +192,6 @@ func (s *artifacts) Create(ctx context.Context, sessionID string, in desk.Artifa
 	if err != nil {
 		return nil, err
 	}
-	if err := f.Commit(); err != nil {
-		undo()
-		return nil, storageErr("store artifact", err)
-	}
 	now := desk.Now()
 	a := &desk.Artifact{
 		ID: desk.NewID(desk.PrefixArtifact), SessionID: x.ID, WorkspaceID: x.WorkspaceID, ActorID: x.Actor,
@@ -203,12 +199,73 @@ func (s *artifacts) Create(ctx context.Context, sessionID string, in desk.Artifa
 		SHA256: got.sha256, Immutable: in.Immutable, Revision: 1, Origin: originOf(ctx, x),
 		CreatedAt: now, UpdatedAt: now,
 	}
-	if err := s.store.CreateArtifact(ctx, a); err != nil {
-		_ = root.Remove(target)
-		undo()
+	if err := s.create(ctx, root, a, f, undo); err != nil {
 		return nil, err
 	}
 	return a, nil
+}
+
+// repeated answers a create at a path that already has an artifact. A
+// repeat of the same create (the same bytes at the same name: a client
+// retrying after a lost answer or a crash) gets the artifact it made;
+// anything else is a conflict. Only as many bytes as the artifact has are
+// read to tell.
+func (s *artifacts) repeated(old *desk.Artifact, in desk.ArtifactPut) (*desk.Artifact, error) {
+	conflict := desk.Errorf(desk.ECONFLICT, "artifact %s already exists at %s; update it with PUT /v1/sessions/%s/artifacts/%s/content", old.ID, old.Path, old.SessionID, old.ID)
+	if old.Missing || old.Immutable != in.Immutable || (in.Size >= 0 && in.Size != old.Size) {
+		return nil, conflict
+	}
+	body := in.Body
+	if body == nil {
+		body = eofReader{}
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(body, old.Size+1))
+	if err != nil {
+		return nil, desk.Errorf(desk.EINVALID, "upload of %s interrupted after %d bytes: %v", old.Name, n, err)
+	}
+	if n != old.Size || hex.EncodeToString(h.Sum(nil)) != old.SHA256 {
+		return nil, conflict
+	}
+	return old, nil
+}
+
+// create makes a new artifact row and installs its bytes, in the order
+// that leaves no file without a row whenever desk stops: the bytes are
+// made durable under their temporary name, the row is committed claiming
+// that name as pending, and only then is the file renamed into place. A
+// crash before the commit leaves a temporary file the startup sweep
+// removes (and a retried create succeeds); after it, Recover finishes the
+// rename. undo gives the quota reservation back if the row was never
+// committed; after the commit the bytes are the artifact's.
+func (s *artifacts) create(ctx context.Context, root *os.Root, a *desk.Artifact, f *atomicfile.File, undo func()) error {
+	if err := f.Close(); err != nil {
+		undo()
+		return storageErr("store artifact", err)
+	}
+	a.Pending = f.Temp
+	if err := s.store.CreateArtifact(ctx, a); err != nil {
+		a.Pending = ""
+		undo()
+		return err
+	}
+	f.Keep()
+	// The row is committed: finishing is no longer optional, whatever
+	// happens to the request.
+	return s.settlePending(context.WithoutCancel(ctx), root, a)
+}
+
+// settlePending renames a committed row's pending file into place and
+// clears the claim. If desk stops in between, Recover does the same.
+func (s *artifacts) settlePending(ctx context.Context, root *os.Root, a *desk.Artifact) error {
+	if err := atomicfile.Install(root, a.Pending, fileOf(a)); err != nil {
+		return storageErr("install artifact", err)
+	}
+	if err := s.store.SetArtifactPending(ctx, a.ID, ""); err != nil {
+		return err
+	}
+	a.Pending = ""
+	return nil
 }
 
 // admit applies the actor quota to bytes about to be kept.
@@ -357,13 +414,9 @@ func (s *artifacts) install(ctx context.Context, root *os.Root, old, next *desk.
 	if f != nil {
 		f.Keep()
 	}
-	if err := atomicfile.Install(root, next.Pending, fileOf(next)); err != nil {
-		return nil, storageErr("install artifact", err)
-	}
-	if err := s.store.SetArtifactPending(ctx, next.ID, ""); err != nil {
+	if err := s.settlePending(context.WithoutCancel(ctx), root, next); err != nil {
 		return nil, err
 	}
-	next.Pending = ""
 	// Only one earlier revision is kept; drop the one the update displaced.
 	if old.Prev != nil && (next.Prev == nil || next.Prev.Revision != old.Prev.Revision) {
 		_ = root.Remove(layout.RevisionRel(old.ID, old.Prev.Revision))
