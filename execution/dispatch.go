@@ -27,10 +27,15 @@ func (s *Service) wake(surfaceID string) *desk.QueueItem {
 func (s *Service) wakeAsync(surfaceID string) { s.wakeWith(surfaceID, false) }
 
 func (s *Service) wakeWith(surfaceID string, claimNow bool) *desk.QueueItem {
+	s.mu.Lock()
+	// The closed check and the Add happen under the lock that Close holds
+	// while it cancels: once Close starts waiting, no dispatcher can be
+	// added behind its back (sync.WaitGroup: an Add that starts from zero
+	// must happen before the Wait).
 	if s.ctx == nil || s.ctx.Err() != nil {
+		s.mu.Unlock()
 		return nil
 	}
-	s.mu.Lock()
 	if s.dispatching[surfaceID] {
 		s.again[surfaceID] = true
 		s.mu.Unlock()
@@ -39,18 +44,21 @@ func (s *Service) wakeWith(surfaceID string, claimNow bool) *desk.QueueItem {
 	s.dispatching[surfaceID] = true
 	s.wg.Add(1)
 	s.mu.Unlock()
-	var item *desk.QueueItem
-	var exe *desk.Execution
-	if claimNow {
-		item, exe = s.claim(surfaceID)
+	if !claimNow {
+		go func() {
+			defer s.wg.Done()
+			item, exe := s.claim(surfaceID)
+			s.dispatchLoop(surfaceID, item, exe)
+		}()
+		return nil
 	}
-	go func() {
+	// The claim's results are handed to the dispatcher as arguments: the
+	// caller keeps reading item while the dispatcher runs it.
+	item, exe := s.claim(surfaceID)
+	go func(item *desk.QueueItem, exe *desk.Execution) {
 		defer s.wg.Done()
-		if !claimNow {
-			item, exe = s.claim(surfaceID)
-		}
 		s.dispatchLoop(surfaceID, item, exe)
-	}()
+	}(item, exe)
 	return item
 }
 

@@ -249,8 +249,8 @@ func (s *Service) Close(ctx context.Context) error {
 		for _, r := range s.active {
 			r.stop.Store(true)
 		}
+		s.cancel() // under mu: wakeWith adds to wg only under mu, before this
 		s.mu.Unlock()
-		s.cancel()
 	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
