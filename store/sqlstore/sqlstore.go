@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,17 +76,9 @@ var _ desk.Store = (*DB)(nil)
 // Open migrates db to the newest schema and returns the store. The store owns
 // db from then on and closes it in Close.
 func Open(ctx context.Context, db *sql.DB, d Dialect) (*DB, error) {
-	sub, err := fs.Sub(migrations, "migrations")
+	p, err := provider(db, d)
 	if err != nil {
 		return nil, err
-	}
-	var opts []goose.ProviderOption
-	if d.Locker != nil {
-		opts = append(opts, goose.WithSessionLocker(d.Locker))
-	}
-	p, err := goose.NewProvider(d.Goose, db, sub, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("migrations: %w", err)
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)

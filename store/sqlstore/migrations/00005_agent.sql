@@ -101,13 +101,6 @@ CREATE TABLE item_leases (
 );
 CREATE INDEX item_leases_execution ON item_leases (execution_id);
 
--- Every model step names the session's artifact count in the world block.
--- A counter kept with the rows answers it in constant time, so a step does
--- not slow down as artifacts pile up (S-Q); it counts rows not being
--- deleted, and changes in the transaction that changes them.
-ALTER TABLE sessions ADD COLUMN artifact_count BIGINT NOT NULL DEFAULT 0;
-UPDATE sessions SET artifact_count = (SELECT COUNT(*) FROM artifacts WHERE artifacts.session_id = sessions.id AND NOT artifacts.deleting);
-
 -- +goose Down
 DROP TABLE item_leases;
 DROP TABLE plans;
