@@ -30,6 +30,8 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Bindings", func(t *testing.T) { testBindings(t, open(t)) })
 	t.Run("Execution", func(t *testing.T) { testExecution(t, open(t)) })
 	t.Run("ClaimRace", func(t *testing.T) { testClaimRace(t, open(t)) })
+	t.Run("ExecutionRecords", func(t *testing.T) { testExecutionRecords(t, open(t)) })
+	t.Run("Agent", func(t *testing.T) { testAgent(t, open(t)) })
 	t.Run("Owners", func(t *testing.T) { testOwners(t, open(t)) })
 	t.Run("AppLog", func(t *testing.T) { testAppLog(t, open(t)) })
 	t.Run("Files", func(t *testing.T) { testFiles(t, open) })
