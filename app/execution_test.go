@@ -53,7 +53,13 @@ func (w *execWorld) submitAs(token, ses, text string, extra ...string) desk.Subm
 	// (long enough for a loaded machine).
 	for deadline := time.Now().Add(5 * time.Second); res.ExecutionID == "" && time.Now().Before(deadline); {
 		it := w.item(ses, res.Item.ID)
-		if res.ExecutionID = it.ExecutionID; res.ExecutionID != "" || it.Status != desk.QueueStatusQueued || w.occupied(ses) {
+		if res.ExecutionID = it.ExecutionID; res.ExecutionID != "" || it.Status != desk.QueueStatusQueued {
+			break
+		}
+		if w.occupied(ses) {
+			// The execution that occupies the session may be this row's,
+			// claimed after the row was read (seen under -race).
+			res.ExecutionID = w.item(ses, res.Item.ID).ExecutionID
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
