@@ -42,10 +42,11 @@ func service(t *testing.T) (*Service, *desk.Session, *atomic.Int64) {
 		ran.Add(1)
 		return &Outcome{Reply: "ok"}, nil
 	})
-	s := New(st, layout.Home{Root: dir}, Options{Executor: ex, PollInterval: time.Hour})
-	if err := s.Open(ctx); err != nil {
+	s := New(st, layout.Home{Root: dir}, Options{PollInterval: time.Hour})
+	if err := s.Open(ctx, Run{Executor: ex}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close(context.Background()) })
 	return s, x, &ran
 }
 

@@ -47,18 +47,9 @@ func TestSuiteCallsEveryStoreMethod(t *testing.T) {
 		t.Fatalf("desk.Store has only %d methods; the reflection is not looking at the store", st.NumMethod())
 	}
 	for i := range st.NumMethod() {
-		if m := st.Method(i).Name; !called[m] && awaited[m] == "" {
+		if m := st.Method(i).Name; !called[m] {
 			t.Errorf("the conformance suite never calls Store.%s: add a case for it", m)
 		}
 	}
 }
 
-// awaited names methods whose conformance case is on its way in another
-// change, with the reason they cannot be called here yet. Delete an entry
-// once the suite calls the method.
-var awaited = map[string]string{
-	// Every adapter's Opener closes its store in t.Cleanup, so a case that
-	// closes it makes the second Close panic ("close of closed channel")
-	// until DB.Close is idempotent; that fix brings the Close case.
-	"Close": "idempotent DB.Close and its case (issue 16, helper life)",
-}
