@@ -52,4 +52,3 @@ func TestSuiteCallsEveryStoreMethod(t *testing.T) {
 		}
 	}
 }
-
