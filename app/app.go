@@ -341,8 +341,13 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	// the caller's own token (see package mcpserver).
 	apiH := api.Handler()
 	mux := http.NewServeMux()
-	mux.Handle(mcpserver.Path, mcpserver.NewHTTPHandler(apiH, mcpserver.HTTPOptions{Authenticate: a.Workspaces.Authenticate,
-		AllowedOrigins: cfg.MCPOrigins, Version: cfg.Version, Logger: a.Logger.With("component", "mcp")}))
+	mcpH := mcpserver.NewHTTPHandler(apiH, mcpserver.HTTPOptions{Authenticate: a.Workspaces.Authenticate,
+		AllowedOrigins: cfg.MCPOrigins, Version: cfg.Version, Logger: a.Logger.With("component", "mcp")})
+	// MCP sessions close first: they call into everything below.
+	if err := a.open(ctx, "mcp", mcpH); err != nil {
+		return nil, err
+	}
+	mux.Handle(mcpserver.Path, mcpH)
 	mux.Handle("/", apiH)
 	a.Handler = mux
 	return a, nil

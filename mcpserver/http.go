@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/desk-runtime/desk"
@@ -308,22 +309,38 @@ type HTTPOptions struct {
 	Logger         *slog.Logger
 }
 
+// Handler is desk's /mcp endpoint. It is a component: Close ends every
+// MCP session it opened (their streams and the SDK's reader goroutines)
+// and refuses new ones, so a closing desk leaves nothing running.
+type Handler struct {
+	h http.Handler
+
+	mu      sync.Mutex
+	closed  bool
+	servers map[*sdk.Server]time.Time // a server per MCP session, by birth
+}
+
 // NewHTTPHandler serves MCP at /mcp for desk: each MCP session gets a
 // server whose client carries the bearer token that opened the session and
 // sends its requests to api, desk's HTTP handler, in process.
-func NewHTTPHandler(api http.Handler, o HTTPOptions) http.Handler {
+func NewHTTPHandler(api http.Handler, o HTTPOptions) *Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	hc := &http.Client{Transport: handlerTransport{h: api, logger: o.Logger}}
-	return Transport(func(r *http.Request) *sdk.Server {
+	mh := &Handler{servers: map[*sdk.Server]time.Time{}}
+	mh.h = Transport(func(r *http.Request) *sdk.Server {
 		// Transport authenticated this request already: the token is there.
 		var tok string
 		if f := strings.Fields(r.Header.Get("Authorization")); len(f) == 2 {
 			tok = f[1]
 		}
 		c := &client.Client{BaseURL: "http://desk.in-process", Token: tok, HTTP: hc, UserAgent: "desk-mcp"}
-		return New(c, Options{Version: o.Version, Logger: o.Logger})
+		srv := New(c, Options{Version: o.Version, Logger: o.Logger})
+		if !mh.track(srv) {
+			return nil // closing: the SDK answers that no session can start
+		}
+		return srv
 	}, TransportOptions{
 		Verify: func(ctx context.Context, token string) error {
 			_, err := o.Authenticate(ctx, token)
@@ -332,4 +349,60 @@ func NewHTTPHandler(api http.Handler, o HTTPOptions) http.Handler {
 		AllowedOrigins: o.AllowedOrigins,
 		Logger:         o.Logger,
 	})
+	return mh
+}
+
+// serverGrace is how long a new server may have no session before it is
+// forgotten: the SDK connects it right after getServer returns.
+const serverGrace = time.Minute
+
+// track remembers a session's server and forgets the servers whose
+// sessions ended, so the set stays as large as the live sessions.
+func (h *Handler) track(srv *sdk.Server) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	now := time.Now()
+	for s, born := range h.servers {
+		if now.Sub(born) > serverGrace && !hasSession(s) {
+			delete(h.servers, s)
+		}
+	}
+	h.servers[srv] = now
+	return true
+}
+
+func hasSession(s *sdk.Server) bool {
+	for range s.Sessions() {
+		return true
+	}
+	return false
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.h.ServeHTTP(w, r) }
+
+// Open is a no-op: the handler is ready when made.
+func (h *Handler) Open(context.Context) error { return nil }
+
+// Close ends every live MCP session; it is idempotent.
+func (h *Handler) Close(ctx context.Context) error {
+	h.mu.Lock()
+	h.closed = true
+	servers := h.servers
+	h.servers = map[*sdk.Server]time.Time{}
+	h.mu.Unlock()
+	var errs []error
+	for s := range servers {
+		for ss := range s.Sessions() {
+			if err := ss.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return errors.Join(errs...)
 }
