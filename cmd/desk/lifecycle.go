@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/desk-runtime/desk"
 )
 
 // Files desk keeps in DESK_HOME about the running server. `desk serve`
@@ -139,6 +141,57 @@ func writeRunFiles(home string, pid int, url string) error {
 	return nil
 }
 
+// runningURL is the address in DESK_HOME/desk.url when the pid file next
+// to it names a live process, so the CLI finds a server started with any
+// --addr; "" when there is none.
+func runningURL(home string) string {
+	b, err := os.ReadFile(filepath.Join(home, pidFileName))
+	if err != nil {
+		return ""
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err != nil || pid <= 0 || !alive(pid) {
+		return ""
+	}
+	u, err := os.ReadFile(filepath.Join(home, urlFileName))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(u))
+}
+
+// lockFileName is the lock `desk serve` holds for as long as it runs, so a
+// second server on the same DESK_HOME is refused before it touches anything.
+const lockFileName = "desk.lock"
+
+// lockHome takes DESK_HOME's exclusive lock (flock, released by the kernel
+// when the process ends however it ends). It fails with a conflict naming
+// the running server when another process holds it.
+func lockHome(home string) (release func(), err error) {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(home, lockFileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			who := "another desk process"
+			if b, err := os.ReadFile(filepath.Join(home, pidFileName)); err == nil {
+				who = "desk (pid " + strings.TrimSpace(string(b)) + ")"
+				if u := runningURL(home); u != "" {
+					who += " at " + u
+				}
+			}
+			return nil, desk.Errorf(desk.ECONFLICT, "desk is already running: %s holds %s; desk stop first, or give this server its own DESK_HOME", who, path)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
+
 // removeRunFiles removes the run files if they still name pid.
 func removeRunFiles(home string, pid int) {
 	b, err := os.ReadFile(filepath.Join(home, pidFileName))
@@ -176,7 +229,9 @@ the foreground.`,
 
 func start(cmd *cobra.Command, g *globals, addr, pg string, wait time.Duration, name string) error {
 	home := firstNonEmpty(g.home, os.Getenv("DESK_HOME"), defaultHome())
-	var serveArgs []string
+	// Not nil: cobra runs a command whose args are nil on os.Args, which
+	// here would be "start" (unknown to serve).
+	serveArgs := []string{}
 	if addr != "" {
 		serveArgs = append(serveArgs, "--addr", addr)
 	}

@@ -73,6 +73,13 @@ search tool at a SearXNG instance.`,
 			if err != nil {
 				return &usageError{err}
 			}
+			// One server per home: a second one would share the SQLite file,
+			// the blob tree and the run files with the first.
+			unlock, err := lockHome(home)
+			if err != nil {
+				return err
+			}
+			defer unlock()
 
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
