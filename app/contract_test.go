@@ -1,0 +1,68 @@
+package app_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/desk-runtime/desk"
+)
+
+// rawSSE reads a stream's lines as sent until one equals stop or ctx ends.
+func rawSSE(t *testing.T, ctx context.Context, url, token, lastID, stop string) []string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var lines []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if sc.Text() == stop {
+			break
+		}
+	}
+	return lines
+}
+
+// TestSSENeverSendsIDZero: a gap notice carries no id (a browser's
+// EventSource stores "id: 0" and reconnects with Last-Event-ID: 0, which
+// replays the whole log); every id sent is a real event's seq.
+func TestSSENeverSendsIDZero(t *testing.T) {
+	w := newExecWorld(t)
+	res := w.submit(w.a.ID, "reply one")
+	w.waitPhase(res.ExecutionID, desk.PhaseEnded)
+	if _, err := w.App.Store.PruneEvents(t.Context(), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	res = w.submit(w.a.ID, "reply two")
+	w.waitPhase(res.ExecutionID, desk.PhaseEnded)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lines := rawSSE(t, ctx, w.Server.URL+"/v1/events?session="+w.a.ID, w.Token, "1", "event: execution.ended")
+	sawGap := false
+	for i, l := range lines {
+		if l == "id: 0" {
+			t.Fatalf("stream sent id: 0 at line %d: %q", i, lines)
+		}
+		if l == "event: gap" {
+			sawGap = true
+			if i > 0 && strings.HasPrefix(lines[i-1], "id:") {
+				t.Fatalf("the gap notice carries an id (%s): %q", lines[i-1], lines)
+			}
+		}
+	}
+	if !sawGap {
+		t.Fatalf("no gap notice after a pruned id: %q", lines)
+	}
+}
