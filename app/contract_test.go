@@ -66,3 +66,47 @@ func TestSSENeverSendsIDZero(t *testing.T) {
 		t.Fatalf("no gap notice after a pruned id: %q", lines)
 	}
 }
+
+// TestResolveIsIdempotent: resolving the same unknown target twice answers
+// the one session the first resolution reconstructed.
+func TestResolveIsIdempotent(t *testing.T) {
+	w := newWorld(t)
+	target := map[string]any{"target": map[string]string{"kind": "session", "id": "ses_01ARZ3NDEKTSV4RRFFQ69G5FAV", "workspace_id": w.ws.ID}}
+	var first, second struct {
+		Resolution string
+		SessionID  string `json:"session_id"`
+		Created    bool
+	}
+	w.Must(200, "POST", "/v1/resolve", target, &first)
+	w.Must(200, "POST", "/v1/resolve", target, &second)
+	if first.Resolution != desk.ResolveReconstructed || !first.Created || second.SessionID != first.SessionID || second.Created {
+		t.Fatalf("two resolutions of one unknown target: %+v then %+v", first, second)
+	}
+	xs, err := w.App.Store.ListSessions(t.Context(), desk.SessionFilter{WorkspaceID: w.ws.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(xs) != 3 { // A, B and the one reconstruction
+		t.Fatalf("%d sessions after two resolutions, want 3", len(xs))
+	}
+}
+
+// TestRefusedAskCreatesNoSession: an ask whose prompt the desk refuses (no
+// model configured) answers the refusal and leaves no reconstructed
+// session behind, however often it is repeated.
+func TestRefusedAskCreatesNoSession(t *testing.T) {
+	w := newWorld(t) // no model: every submit is refused
+	for i := 0; i < 3; i++ {
+		r := w.Admin("POST", "/v1/ask", map[string]any{"target": map[string]string{"kind": "workspace", "id": w.ws.ID}, "prompt": "what happened here?"})
+		if r.Status != 409 || !strings.Contains(r.ErrorMessage(), "no model") {
+			t.Fatalf("ask %d = %d %s", i, r.Status, r.Body)
+		}
+	}
+	xs, err := w.App.Store.ListSessions(t.Context(), desk.SessionFilter{WorkspaceID: w.ws.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(xs) != 2 {
+		t.Fatalf("%d sessions after refused asks, want the 2 there were", len(xs))
+	}
+}
