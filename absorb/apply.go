@@ -99,7 +99,7 @@ func (s *Service) Apply(ctx context.Context, target, source string, in desk.Abso
 		}
 		if repo := checkout.OpenRepo(s.home.Abs(ws, layout.CheckoutDir)); repo != nil {
 			if err := repo.RefuseStaged(ctx, "the checkout of "+ws); err != nil {
-				return nil, err
+				return nil, unreadableGit(err, ws)
 			}
 		}
 	}
@@ -113,7 +113,7 @@ func (s *Service) Apply(ctx context.Context, target, source string, in desk.Abso
 	d := absorbData{Source: source, SourceName: sw.Name, Target: target, TargetName: tw.Name}
 	j, err := checkout.Begin(ctx, troot, op, changes, layout.CheckoutDir, d)
 	if err != nil {
-		return nil, err
+		return nil, unreadableGit(err, target)
 	}
 	undo := func(err error) (*desk.AbsorbResult, error) {
 		if errors.Is(err, checkout.ErrSimulatedCrash) {

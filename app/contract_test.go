@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"context"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/app/apptest"
 )
 
 // rawSSE reads a stream's lines as sent until one equals stop or ctx ends.
@@ -108,5 +111,34 @@ func TestRefusedAskCreatesNoSession(t *testing.T) {
 	}
 	if len(xs) != 2 {
 		t.Fatalf("%d sessions after refused asks, want the 2 there were", len(xs))
+	}
+}
+
+// TestAbsorbBrokenGit: a checkout whose .git git cannot read makes the plan
+// (source) and the apply (target) answer 409 naming the workspace and its
+// .git, not 500.
+func TestAbsorbBrokenGit(t *testing.T) {
+	e := apptest.Start(t, app.Config{})
+	target, source, _ := absorbPair(e)
+	url := "/v1/workspaces/" + target.ID + "/absorb?source=" + source.ID
+	var plan desk.AbsorbPlan
+	e.Must(200, "GET", url, nil, &plan)
+
+	writeCheckout(e, source.ID, ".git", "gitdir: /nonexistent/broken\n")
+	r := e.Admin("GET", url, nil)
+	if r.Status != 409 || !strings.Contains(r.ErrorMessage(), source.ID) || !strings.Contains(r.ErrorMessage(), ".git") {
+		t.Fatalf("plan with the source's .git broken = %d %s", r.Status, r.Body)
+	}
+	if err := os.Remove(checkoutPath(e, source.ID, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	writeCheckout(e, target.ID, ".git", "gitdir: /nonexistent/broken\n")
+	r = e.Admin("POST", url, map[string]any{"digest": plan.Digest,
+		"resolutions": map[string]string{"checkout/plan.md": "both", "checkout/keep.md": "target"}})
+	if r.Status != 409 || !strings.Contains(r.ErrorMessage(), target.ID) || !strings.Contains(r.ErrorMessage(), ".git") {
+		t.Fatalf("apply with the target's .git broken = %d %s", r.Status, r.Body)
+	}
+	if got := readCheckout(e, target.ID, "notes.md"); got != "<absent>" {
+		t.Fatalf("a refused absorb wrote notes.md: %q", got)
 	}
 }
