@@ -142,3 +142,24 @@ func TestAbsorbBrokenGit(t *testing.T) {
 		t.Fatalf("a refused absorb wrote notes.md: %q", got)
 	}
 }
+
+// TestModelsListedOnce: a default model that is the script provider is not
+// listed twice.
+func TestModelsListedOnce(t *testing.T) {
+	e := apptest.Start(t, app.Config{Model: "script"})
+	var ml struct {
+		Default string
+		Models  []string
+	}
+	e.Must(200, "GET", "/v1/models", nil, &ml)
+	seen := map[string]bool{}
+	for _, m := range ml.Models {
+		if seen[m] {
+			t.Fatalf("models lists %s twice: %v", m, ml.Models)
+		}
+		seen[m] = true
+	}
+	if ml.Default != "script" || !seen["script"] {
+		t.Fatalf("models: %+v", ml)
+	}
+}

@@ -373,7 +373,11 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 	default:
 		models = append(models, def)
 	}
-	models = append(models, "script")
+	// The script provider is always offered; a default that is the script
+	// provider itself is listed once.
+	if def != "script" {
+		models = append(models, "script")
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"default": def, "models": models, "note": note})
 	return nil
 }
