@@ -3,6 +3,7 @@ package app_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"strings"
@@ -162,4 +163,27 @@ func TestModelsListedOnce(t *testing.T) {
 	if ml.Default != "script" || !seen["script"] {
 		t.Fatalf("models: %+v", ml)
 	}
+}
+
+// withOrigin adds an "origin" a client might send to a JSON object body;
+// other bodies stay as they are. docs/api.md says every JSON body accepts
+// and ignores it (provenance is the server's).
+func withOrigin(t *testing.T, body any) any {
+	t.Helper()
+	if body == nil {
+		return nil
+	}
+	if _, ok := body.([]byte); ok {
+		return body
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return body
+	}
+	m["origin"] = map[string]any{"actor": "act_forged", "kind": "agent", "workspace_id": "ws_forged"}
+	return m
 }

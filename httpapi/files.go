@@ -427,6 +427,7 @@ func (s *Server) patchWorkspace(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		HostPaths   *[]desk.HostPath `json:"host_paths"`
 		PrimaryRoot *string          `json:"primary_root"`
+		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
