@@ -187,3 +187,43 @@ func withOrigin(t *testing.T, body any) any {
 	m["origin"] = map[string]any{"actor": "act_forged", "kind": "agent", "workspace_id": "ws_forged"}
 	return m
 }
+
+// logEntries reads the app log through its API with a query.
+func logEntries(e *apptest.Env, query string) []desk.LogEntry {
+	e.T.Helper()
+	e.App.Logs.Flush(e.T.Context())
+	var list struct{ Entries []desk.LogEntry }
+	e.Must(200, "GET", "/v1/logs?limit=1000&"+query, nil, &list)
+	return list.Entries
+}
+
+func hasMessage(es []desk.LogEntry, substr string) bool {
+	for _, e := range es {
+		if strings.Contains(e.Message, substr) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLogWorkspaceFilterFindsEveryComponent: components log the workspace
+// under one key (workspace_id), so the log's workspace filter finds the
+// template's and the absorb's lines about a workspace too.
+func TestLogWorkspaceFilterFindsEveryComponent(t *testing.T) {
+	e := apptest.Start(t, app.Config{})
+	registerTemplate(e, "starter", "1.0.0", map[string]string{"README.md": "hello\n"})
+	var ws desk.Workspace
+	e.Must(201, "POST", "/v1/workspaces", map[string]string{"name": "from-template", "template": "starter"}, &ws)
+	if es := logEntries(e, "workspace="+ws.ID); !hasMessage(es, "workspace created from template") {
+		t.Fatalf("the workspace filter misses the template's line: %+v", es)
+	}
+	target, source, _ := absorbPair(e)
+	url := "/v1/workspaces/" + target.ID + "/absorb?source=" + source.ID
+	var plan desk.AbsorbPlan
+	e.Must(200, "GET", url, nil, &plan)
+	e.Must(200, "POST", url, map[string]any{"digest": plan.Digest,
+		"resolutions": map[string]string{"checkout/plan.md": "both", "checkout/keep.md": "target"}}, nil)
+	if es := logEntries(e, "workspace="+target.ID); !hasMessage(es, "workspace absorbed") {
+		t.Fatalf("the workspace filter misses the absorb's line: %+v", es)
+	}
+}

@@ -90,7 +90,7 @@ func (a *Archive) RebuildViews(ctx context.Context, ws string, full bool) error 
 	if !full {
 		if b, err := root.ReadFile(path.Join(ViewsDir, viewsState)); err == nil {
 			if json.Unmarshal(b, st) != nil || st.Version != 1 {
-				a.log.Warn("conversation views: unreadable state, rebuilding", "workspace_id", ws)
+				a.log.Warn("conversation views: unreadable state, rebuilding", desk.LogWorkspaceID, ws)
 				st = &viewState{}
 			}
 		}
@@ -139,7 +139,7 @@ func (a *Archive) RebuildViews(ctx context.Context, ws string, full bool) error 
 			if fi.Size() < off {
 				// Archive files never shrink; if one did, someone edited
 				// it by hand. Read it again and re-render what it feeds.
-				a.log.Warn("conversation views: archive file shrank", "workspace_id", ws, "file", rel)
+				a.log.Warn("conversation views: archive file shrank", desk.LogWorkspaceID, ws, "file", rel)
 				off, reset = 0, true
 			}
 			next, err := scanFile(ctx, abs, off, fi.Size(), func(ln *Line) error {
@@ -397,7 +397,7 @@ func (a *Archive) viewLoop() {
 		a.mu.Unlock()
 		for ws := range dirty {
 			if err := a.RebuildViews(ctx, ws, false); err != nil && ctx.Err() == nil {
-				a.log.Warn("conversation views", "workspace_id", ws, "err", err)
+				a.log.Warn("conversation views", desk.LogWorkspaceID, ws, desk.LogErr, err)
 			}
 		}
 	}

@@ -132,7 +132,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		}
 		if err != nil {
 			if desk.ErrorCode(err) == desk.EINTERNAL {
-				s.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+				s.Logger.Error("request failed", desk.LogMethod, r.Method, desk.LogPath, r.URL.Path, desk.LogErr, err)
 			}
 			var sw *fsjail.SwappedError
 			if errors.As(err, &sw) {
@@ -140,7 +140,7 @@ func (s *Server) wrap(rt route) http.Handler {
 			}
 			writeError(w, err)
 		}
-		s.Logger.Debug("request", "method", r.Method, "path", r.URL.Path, "code", desk.ErrorCode(err), "took", time.Since(start))
+		s.Logger.Debug("request", desk.LogMethod, r.Method, desk.LogPath, r.URL.Path, "code", desk.ErrorCode(err), "took", time.Since(start))
 	})
 }
 

@@ -125,7 +125,7 @@ func (s *Server) logsStream(w http.ResponseWriter, r *request) error {
 		return out.send(strconv.FormatInt(e.Seq, 10), "entry", html)
 	})
 	if err != nil && ctx.Err() == nil {
-		s.log.Warn("log stream ended", "err", err)
+		s.log.Warn("log stream ended", desk.LogErr, err)
 	}
 	return nil
 }

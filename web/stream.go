@@ -133,7 +133,7 @@ func (s *Server) stream(w http.ResponseWriter, r *request) error {
 		}
 		defer func() {
 			if err := s.d.UI.Leave(background(r), l.x.ID, viewer); err != nil {
-				s.log.Warn("leave session", "session_id", l.x.ID, "err", err)
+				s.log.Warn("leave session", desk.LogSessionID, l.x.ID, desk.LogErr, err)
 			}
 		}()
 	}
@@ -152,7 +152,7 @@ func (s *Server) stream(w http.ResponseWriter, r *request) error {
 		},
 		l.handle)
 	if err != nil && ctx.Err() == nil {
-		s.log.Warn("page event stream ended", "err", err)
+		s.log.Warn("page event stream ended", desk.LogErr, err)
 	}
 	return nil
 }
@@ -191,7 +191,7 @@ func (l *live) keepalive(cancel context.CancelFunc, viewer string) {
 		case <-hold.C:
 			if l.x != nil {
 				if _, err := l.s.d.UI.OpenSession(l.ctx, l.x.ID, viewer); err != nil && l.ctx.Err() == nil {
-					l.s.log.Warn("renew session hold", "session_id", l.x.ID, "err", err)
+					l.s.log.Warn("renew session hold", desk.LogSessionID, l.x.ID, desk.LogErr, err)
 				}
 			}
 		}

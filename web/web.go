@@ -228,7 +228,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	code := desk.ErrorCode(err)
 	if code == desk.EINTERNAL {
-		s.log.Error("web request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.Error("web request failed", desk.LogMethod, r.Method, desk.LogPath, r.URL.Path, desk.LogErr, err)
 	}
 	msg := desk.ErrorMessage(err)
 	status := httpapi.StatusOf(code)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent"
 	"github.com/desk-runtime/desk/agent/search"
 	"github.com/desk-runtime/desk/app"
@@ -115,7 +116,7 @@ search tool at a SearXNG instance.`,
 			err = a.Serve(ctx, addr, 30*time.Second, func(bound net.Addr) {
 				url := "http://" + bound.String()
 				if err := writeRunFiles(home, pid, url); err != nil {
-					log.Warn("cannot write the pid file; desk status and desk stop will not find this server", "err", err)
+					log.Warn("cannot write the pid file; desk status and desk stop will not find this server", desk.LogErr, err)
 				}
 				log.Info("desk serving", "url", url, "home", home, "store", store,
 					"admin_token", tokenFrom, "version", buildVersion())
