@@ -2,8 +2,13 @@ package app_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	cr "crypto/rand"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -225,5 +230,62 @@ func TestLogWorkspaceFilterFindsEveryComponent(t *testing.T) {
 		"resolutions": map[string]string{"checkout/plan.md": "both", "checkout/keep.md": "target"}}, nil)
 	if es := logEntries(e, "workspace="+target.ID); !hasMessage(es, "workspace absorbed") {
 		t.Fatalf("the workspace filter misses the absorb's line: %+v", es)
+	}
+}
+
+// abandonUpload sends the head of an upload and part of its body, then
+// drops the connection, as a client that went away does.
+func abandonUpload(t *testing.T, e *apptest.Env, path string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.Server.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: desk\r\nAuthorization: Bearer %s\r\nContent-Type: application/octet-stream\r\nContent-Length: 10000000\r\n\r\n", path, e.Token)
+	conn.Write(bytes.Repeat([]byte("x"), 64<<10))
+	time.Sleep(200 * time.Millisecond)
+	conn.Close()
+}
+
+// TestClientDisconnectIsNotAnError: an upload whose client goes away
+// mid-body is no error (nor warning) in the app log; the unread badge
+// counts what the operator should look at.
+func TestClientDisconnectIsNotAnError(t *testing.T) {
+	w := newWorld(t)
+	abandonUpload(t, w.Env, "/v1/sessions/"+w.a.ID+"/artifacts?name=big.bin")
+	abandonUpload(t, w.Env, "/v1/workspaces/"+w.ws.ID+"/upload?path=/big.bin")
+	// The server notices the drop at its next read; give it time on a
+	// loaded machine, then look.
+	time.Sleep(2 * time.Second)
+	if es := logEntries(w.Env, "min_level=warn"); len(es) != 0 {
+		t.Fatalf("a client disconnect reached the app log as a problem: %+v", es)
+	}
+}
+
+// TestExportDisconnectIsNotAnError: a client that stops reading an export
+// part-way is not an error of desk's.
+func TestExportDisconnectIsNotAnError(t *testing.T) {
+	w := newWorld(t)
+	// Incompressible bytes, so the archive outgrows every buffer between
+	// the server and the client.
+	big := make([]byte, 32<<20)
+	cr.Read(big)
+	w.put(w.a.ID, "big.bin", big)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", w.Server.URL+"/v1/workspaces/"+w.ws.ID+"/export", nil)
+	req.Header.Set("Authorization", "Bearer "+w.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		t.Fatalf("export = %d", resp.StatusCode)
+	}
+	io.ReadFull(resp.Body, make([]byte, 1024))
+	cancel()
+	resp.Body.Close()
+	time.Sleep(2 * time.Second)
+	if es := logEntries(w.Env, "min_level=warn"); len(es) != 0 {
+		t.Fatalf("a client that left an export reached the app log as a problem: %+v", es)
 	}
 }

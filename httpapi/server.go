@@ -132,7 +132,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		}
 		if err != nil {
 			if desk.ErrorCode(err) == desk.EINTERNAL {
-				s.Logger.Error("request failed", desk.LogMethod, r.Method, desk.LogPath, r.URL.Path, desk.LogErr, err)
+				s.logFailure(r, "request failed", err, desk.LogMethod, r.Method, desk.LogPath, r.URL.Path)
 			}
 			var sw *fsjail.SwappedError
 			if errors.As(err, &sw) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/httpapi"
 )
 
 // The page's event stream: desk's events of one workspace, turned into
@@ -151,7 +152,7 @@ func (s *Server) stream(w http.ResponseWriter, r *request) error {
 			return l.emit(0, parts, err)
 		},
 		l.handle)
-	if err != nil && ctx.Err() == nil {
+	if err != nil && ctx.Err() == nil && !httpapi.ClientGone(r.Request, err) {
 		s.log.Warn("page event stream ended", desk.LogErr, err)
 	}
 	return nil

@@ -223,8 +223,8 @@ func isHTMX(r *http.Request) bool { return r.Header.Get("HX-Request") == "true" 
 // fail answers an error: a toast for htmx requests (retargeted so it never
 // replaces the content the request aimed at), an error page otherwise.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, context.Canceled) {
-		return
+	if errors.Is(err, context.Canceled) || httpapi.ClientGone(r, err) {
+		return // the client went away; nobody reads an answer
 	}
 	code := desk.ErrorCode(err)
 	if code == desk.EINTERNAL {
