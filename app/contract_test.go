@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -287,5 +288,39 @@ func TestExportDisconnectIsNotAnError(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	if es := logEntries(w.Env, "min_level=warn"); len(es) != 0 {
 		t.Fatalf("a client that left an export reached the app log as a problem: %+v", es)
+	}
+}
+
+// TestGuestScratchWhileRunning: the guest view shows the running
+// execution's /scratch while it runs (docs/api.md), and not once it ended.
+func TestGuestScratchWhileRunning(t *testing.T) {
+	w := newExecWorld(t)
+	res := w.submit(w.a.ID, "gate scratch-view")
+	w.waitPhase(res.ExecutionID, desk.PhaseRunning)
+	var scratch string
+	for _, c := range w.ex.Calls() {
+		if c.ExecutionID == res.ExecutionID {
+			scratch = c.Scratch
+		}
+	}
+	if scratch == "" {
+		t.Fatal("the executor saw no scratch")
+	}
+	if err := os.WriteFile(filepath.Join(scratch, "note.txt"), []byte("work in progress"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := w.Admin("GET", "/v1/sessions/"+w.a.ID+"/guest/file?path=/scratch/note.txt", nil)
+	if r.Status != 200 || string(r.Body) != "work in progress" {
+		t.Fatalf("guest /scratch/note.txt while running = %d %s", r.Status, r.Body)
+	}
+	var list struct{ Entries []desk.GuestEntry }
+	w.Must(200, "GET", "/v1/sessions/"+w.a.ID+"/guest/list?path=/scratch", nil, &list)
+	if len(list.Entries) != 1 || list.Entries[0].Name != "note.txt" {
+		t.Fatalf("guest /scratch while running: %+v", list.Entries)
+	}
+	w.ex.Open("scratch-view")
+	w.waitPhase(res.ExecutionID, desk.PhaseEnded)
+	if r := w.Admin("GET", "/v1/sessions/"+w.a.ID+"/guest/file?path=/scratch/note.txt", nil); r.Status != 403 {
+		t.Fatalf("guest /scratch after the turn = %d %s", r.Status, r.Body)
 	}
 }
