@@ -324,3 +324,62 @@ func TestGuestScratchWhileRunning(t *testing.T) {
 		t.Fatalf("guest /scratch after the turn = %d %s", r.Status, r.Body)
 	}
 }
+
+// viewFiles lists the conversation views of a workspace.
+func viewFiles(t *testing.T, home, ws string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(home, "workspaces", ws, "conversations", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// archiveSize is the total size of a workspace's archive files.
+func archiveSize(t *testing.T, home, ws string) int64 {
+	t.Helper()
+	var n int64
+	filepath.WalkDir(filepath.Join(home, "workspaces", ws, ".system", "archive"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// TestDeletedViewsComeBackInAQuietWorkspace: docs/archive.md says a
+// deleted conversations/ is rebuilt from the archive; it must come back
+// within seconds with no new record to prompt it.
+func TestDeletedViewsComeBackInAQuietWorkspace(t *testing.T) {
+	w := newExecWorld(t)
+	res := w.submit(w.a.ID, "reply archived")
+	w.waitPhase(res.ExecutionID, desk.PhaseEnded)
+	home := w.Config.Home
+	waitFor(t, "the conversation views", func() bool { return len(viewFiles(t, home, w.ws.ID)) > 0 })
+	before := viewFiles(t, home, w.ws.ID)
+	content, err := os.ReadFile(before[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := archiveSize(t, home, w.ws.ID)
+	if err := os.RemoveAll(filepath.Join(home, "workspaces", w.ws.ID, "conversations")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(viewFiles(t, home, w.ws.ID)) < len(before) {
+		if time.Now().After(deadline) {
+			t.Fatalf("conversations/ still missing 20 s after it was deleted (archive %d bytes, unchanged: %v)", size, archiveSize(t, home, w.ws.ID) == size)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := archiveSize(t, home, w.ws.ID); got != size {
+		t.Fatalf("the archive grew from %d to %d bytes: the rebuild was prompted by a new record", size, got)
+	}
+	again, err := os.ReadFile(before[0])
+	if err != nil || string(again) != string(content) {
+		t.Fatalf("rebuilt view differs (%v):\n%s\n---\n%s", err, again, content)
+	}
+}
