@@ -19,6 +19,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
+	"github.com/desk-runtime/desk/execution"
 )
 
 // rawSSE reads a stream's lines as sent until one equals stop or ctx ends.
@@ -381,5 +382,103 @@ func TestDeletedViewsComeBackInAQuietWorkspace(t *testing.T) {
 	again, err := os.ReadFile(before[0])
 	if err != nil || string(again) != string(content) {
 		t.Fatalf("rebuilt view differs (%v):\n%s\n---\n%s", err, again, content)
+	}
+}
+
+// waitLog waits until the app log holds an entry matching query whose
+// message contains substr, and returns it.
+func waitLog(t *testing.T, e *apptest.Env, query, substr string) desk.LogEntry {
+	t.Helper()
+	var found desk.LogEntry
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		for _, x := range logEntries(e, query) {
+			if strings.Contains(x.Message, substr) {
+				found = x
+			}
+		}
+		if found.Seq != 0 {
+			return found
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no app log entry %q for %s: %+v", substr, query, logEntries(e, ""))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestOperatorEventsReachTheAppLog: failed executions, fault blocks and
+// interruptions are in the app log, under the session they concern, and
+// the ones that need the operator count as unread warnings.
+func TestOperatorEventsReachTheAppLog(t *testing.T) {
+	w := newExecWorld(t)
+	var res desk.SubmitResult
+	for i := range 3 { // the third failure in a row makes an execution-fault block
+		res = w.submit(w.a.ID, fmt.Sprintf("fail model said no %d", i))
+		w.waitPhase(res.ExecutionID, desk.PhaseFailed)
+	}
+	failed := waitLog(t, w.Env, "min_level=warn&session="+w.a.ID, "execution failed")
+	if failed.WorkspaceID != w.ws.ID || failed.Fields[desk.LogExecutionID] == nil || !strings.Contains(fmt.Sprint(failed.Fields["reason"]), "model said no") {
+		t.Fatalf("failed execution entry: %+v", failed)
+	}
+	blocked := waitLog(t, w.Env, "min_level=warn&session="+w.a.ID, "admission blocked")
+	if blocked.Fields["kind"] != desk.BlockExecutionFault {
+		t.Fatalf("fault block entry: %+v", blocked)
+	}
+	var u desk.LogUnread
+	w.Must(200, "GET", "/v1/logs/unread", nil, &u)
+	if u.Counts["warn"] < 4 {
+		t.Fatalf("unread after three failures and a block: %+v", u)
+	}
+
+	// A person's interrupt is found again (info), with who did it.
+	res = w.submit(w.b.ID, "block")
+	w.waitPhase(res.ExecutionID, desk.PhaseRunning)
+	w.Must(200, "POST", "/v1/sessions/"+w.b.ID+"/executions/"+res.ExecutionID+"/interrupt", nil, nil)
+	in := waitLog(t, w.Env, "session="+w.b.ID, "execution interrupted")
+	if in.Fields["by"] != desk.AdminActor || in.Level != "info" {
+		t.Fatalf("interrupt entry: %+v", in)
+	}
+}
+
+// TestCancelledApprovalReachesTheAppLog: an approval cancelled because its
+// turn was interrupted is in the app log.
+func TestCancelledApprovalReachesTheAppLog(t *testing.T) {
+	w := newWorldOn(t, app.Config{Execution: execution.Options{StopTimeout: 5 * time.Second}})
+	var x desk.Session
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"model": "script",
+		"script": map[string]any{"steps": []map[string]any{{"tool_calls": []any{map[string]any{"name": "exec_command", "arguments": map[string]any{"command": "echo hi"}}}}, {"text": "done"}}}}, &x)
+	w.Must(202, "POST", "/v1/sessions/"+x.ID+"/messages", map[string]string{"text": "go"}, nil)
+	var aps struct{ Approvals []desk.Approval }
+	waitFor(t, "the approval", func() bool {
+		w.Must(200, "GET", "/v1/sessions/"+x.ID+"/approvals", nil, &aps)
+		return len(aps.Approvals) > 0
+	})
+	ap := aps.Approvals[0]
+	w.Must(200, "POST", "/v1/sessions/"+x.ID+"/executions/"+ap.ExecutionID+"/interrupt", nil, nil)
+	got := waitLog(t, w.Env, "session="+x.ID, "approval cancelled")
+	if got.Fields["approval_id"] != ap.ID {
+		t.Fatalf("cancelled approval entry: %+v", got)
+	}
+}
+
+// TestAuthFailuresReachTheAppLogRateLimited: refused tokens are warnings in
+// the app log, one entry per address per minute, however many there are.
+func TestAuthFailuresReachTheAppLogRateLimited(t *testing.T) {
+	w := newWorld(t)
+	for range 5 {
+		if r := w.Req("GET", "/v1/workspaces", "wrong-token", nil); r.Status != 401 {
+			t.Fatalf("wrong token = %d", r.Status)
+		}
+	}
+	got := waitLog(t, w.Env, "min_level=warn", "authentication failed")
+	n := 0
+	for _, x := range logEntries(w.Env, "min_level=warn") {
+		if strings.Contains(x.Message, "authentication failed") {
+			n++
+		}
+	}
+	if n != 1 || got.Fields[desk.LogRemote] != "127.0.0.1" {
+		t.Fatalf("%d entries for five refused tokens from one address: %+v", n, got)
 	}
 }

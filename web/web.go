@@ -108,6 +108,9 @@ type Deps struct {
 	Streams *httpapi.Streams
 	Logger  *slog.Logger
 	Version string
+	// AuthLog logs refused sign-ins (rate-limited, shared with the API);
+	// nil logs none.
+	AuthLog *httpapi.AuthFailures
 }
 
 // Server is the web UI.
