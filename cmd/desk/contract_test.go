@@ -118,3 +118,25 @@ func TestMistypedCommandIsUsage(t *testing.T) {
 		t.Fatalf("no suggestion for a near miss: %v", r.e)
 	}
 }
+
+// TestSharedHomeOptIn: processes that all set DESK_SHARED_HOME=1 may share
+// a home; the first keeps the run files. One without it is still refused.
+func TestSharedHomeOptIn(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	_, url, _ := startServe(t, home, sharedHomeEnv+"=1")
+	_, url2, _ := startServe(t, home, sharedHomeEnv+"=1")
+	if code, _ := get(t, url2+"/healthz", ""); code != 200 || url2 == url {
+		t.Fatalf("second shared server at %s: healthz %d", url2, code)
+	}
+	if u, _ := os.ReadFile(filepath.Join(home, urlFileName)); strings.TrimSpace(string(u)) != url {
+		t.Fatalf("url file %q; the first server is at %s", u, url)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	lone := exec.CommandContext(ctx, os.Args[0], "serve", "--addr", "127.0.0.1:0")
+	lone.Env = cleanEnv("DESK_HOME=" + home)
+	b, _ := lone.CombinedOutput()
+	if ctx.Err() != nil || lone.ProcessState.ExitCode() != exitConflict || !strings.Contains(string(b), sharedHomeEnv) {
+		t.Fatalf("an unshared serve beside shared ones = %d %s", lone.ProcessState.ExitCode(), b)
+	}
+}

@@ -163,10 +163,17 @@ func runningURL(home string) string {
 // second server on the same DESK_HOME is refused before it touches anything.
 const lockFileName = "desk.lock"
 
-// lockHome takes DESK_HOME's exclusive lock (flock, released by the kernel
-// when the process ends however it ends). It fails with a conflict naming
-// the running server when another process holds it.
-func lockHome(home string) (release func(), err error) {
+// sharedHomeEnv lets several desk processes use one DESK_HOME on purpose:
+// nodes of one Postgres database on a shared file system, or a peer that
+// takes over a stopped process's work. Each of them sets it; a process
+// without it still refuses to start beside them, and they beside it.
+const sharedHomeEnv = "DESK_SHARED_HOME"
+
+// lockHome takes DESK_HOME's lock (flock, released by the kernel when the
+// process ends however it ends): exclusive, or shared when shared is set.
+// It fails with a conflict naming the running server when the lock is
+// held in a way that excludes this one.
+func lockHome(home string, shared bool) (release func(), err error) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, err
 	}
@@ -175,7 +182,11 @@ func lockHome(home string) (release func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	how := syscall.LOCK_EX
+	if shared {
+		how = syscall.LOCK_SH
+	}
+	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			who := "another desk process"
@@ -185,7 +196,7 @@ func lockHome(home string) (release func(), err error) {
 					who += " at " + u
 				}
 			}
-			return nil, desk.Errorf(desk.ECONFLICT, "desk is already running: %s holds %s; desk stop first, or give this server its own DESK_HOME", who, path)
+			return nil, desk.Errorf(desk.ECONFLICT, "desk is already running: %s holds %s; desk stop first, give this server its own DESK_HOME, or set %s=1 on every process meant to share it", who, path, sharedHomeEnv)
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
