@@ -194,4 +194,7 @@ type Resolution struct {
 	SessionID string  `json:"session_id,omitempty"`
 	Signature string  `json:"signature,omitempty"`
 	Origin    *Origin `json:"origin,omitempty"` // the target's preserved, attributed origin
+	// Created is set when this resolution made the reconstructed session;
+	// a later resolution of the same target continues that session.
+	Created bool `json:"created,omitempty"`
 }

@@ -272,7 +272,7 @@ func (s *Service) listSource(ctx context.Context, src string, root *os.Root) ([]
 		if repo := checkout.OpenRepo(s.home.Abs(src, area)); area == layout.CheckoutDir && repo != nil {
 			rels, err := repo.Files(ctx)
 			if err != nil {
-				return nil, nil, fmt.Errorf("list the source's git files: %w", err)
+				return nil, nil, unreadableGit(err, src)
 			}
 			excluded[area+"/.git"] = ReasonGit
 			for _, rel := range rels {
@@ -391,6 +391,23 @@ func (s *Service) Plan(ctx context.Context, target, source string) (*desk.Absorb
 		return nil, err
 	}
 	return p.plan, nil
+}
+
+// unreadableGit turns a git command that failed on a checkout's own
+// repository (a .git that is not a repository, a corrupt index or HEAD)
+// into a conflict naming the workspace and its .git: the caller can repair
+// it, and desk has nothing to retry. Other errors pass through.
+func unreadableGit(err error, ws string) error {
+	var ge *checkout.GitError
+	if !errors.As(err, &ge) {
+		return err
+	}
+	msg := strings.TrimSpace(ge.Stderr)
+	if len(msg) > 500 {
+		msg = msg[:500] + "…"
+	}
+	return desk.Errorf(desk.ECONFLICT, "the checkout of workspace %s has a .git that git cannot read (git %s: exit %d: %s); repair or remove %s/.git, then plan the absorb again",
+		ws, ge.Args[0], ge.Code, msg, layout.CheckoutDir)
 }
 
 // pair checks the two workspaces: distinct, known and active.

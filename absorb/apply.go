@@ -99,7 +99,7 @@ func (s *Service) Apply(ctx context.Context, target, source string, in desk.Abso
 		}
 		if repo := checkout.OpenRepo(s.home.Abs(ws, layout.CheckoutDir)); repo != nil {
 			if err := repo.RefuseStaged(ctx, "the checkout of "+ws); err != nil {
-				return nil, err
+				return nil, unreadableGit(err, ws)
 			}
 		}
 	}
@@ -113,18 +113,18 @@ func (s *Service) Apply(ctx context.Context, target, source string, in desk.Abso
 	d := absorbData{Source: source, SourceName: sw.Name, Target: target, TargetName: tw.Name}
 	j, err := checkout.Begin(ctx, troot, op, changes, layout.CheckoutDir, d)
 	if err != nil {
-		return nil, err
+		return nil, unreadableGit(err, target)
 	}
 	undo := func(err error) (*desk.AbsorbResult, error) {
 		if errors.Is(err, checkout.ErrSimulatedCrash) {
 			return nil, err
 		}
 		if rerr := j.Rollback(ctx); rerr != nil {
-			s.opt.Logger.Error("absorb failed and could not be undone; restart desk to recover it", "target", target, "source", source, "err", err, "rollback_err", rerr)
+			s.opt.Logger.Error("absorb failed and could not be undone; restart desk to recover it", desk.LogWorkspaceID, target, desk.LogSourceWorkspaceID, source, desk.LogErr, err, desk.LogRollbackErr, rerr)
 			return nil, fmt.Errorf("absorb failed (%w) and undoing it failed too (%v); desk finishes undoing it at its next start", err, rerr)
 		}
 		if ferr := j.Finish(); ferr != nil {
-			s.opt.Logger.Warn("absorb undone; its journal stays until the next start", "target", target, "err", ferr)
+			s.opt.Logger.Warn("absorb undone; its journal stays until the next start", desk.LogWorkspaceID, target, desk.LogErr, ferr)
 		}
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func (s *Service) Apply(ctx context.Context, target, source string, in desk.Abso
 	if err != nil {
 		return nil, err
 	}
-	s.opt.Logger.Info("workspace absorbed", "target", target, "source", source, "written", len(res.Written), "import_commit", res.ImportCommit)
+	s.opt.Logger.Info("workspace absorbed", desk.LogWorkspaceID, target, desk.LogSourceWorkspaceID, source, "written", len(res.Written), "import_commit", res.ImportCommit)
 	return res, nil
 }
 
@@ -245,7 +245,7 @@ func (s *Service) recoverOne(ctx context.Context, target string) error {
 			}
 		}
 		if !ok {
-			s.opt.Logger.Info("undoing an interrupted absorb", "target", target, "source", d.Source)
+			s.opt.Logger.Info("undoing an interrupted absorb", desk.LogWorkspaceID, target, desk.LogSourceWorkspaceID, d.Source)
 			if err := j.Rollback(ctx); err != nil {
 				return err
 			}
@@ -264,7 +264,7 @@ func (s *Service) recoverOne(ctx context.Context, target string) error {
 		}
 		release, err := g.Acquire(ctx, op, target, d.Source)
 		if desk.IsCode(err, desk.ECONFLICT) {
-			s.opt.Logger.Info("an interrupted absorb is left to the live process holding its workspaces", "target", target, "source", d.Source, "err", err)
+			s.opt.Logger.Info("an interrupted absorb is left to the live process holding its workspaces", desk.LogWorkspaceID, target, desk.LogSourceWorkspaceID, d.Source, desk.LogErr, err)
 			return nil
 		}
 		if err != nil {
@@ -276,21 +276,21 @@ func (s *Service) recoverOne(ctx context.Context, target string) error {
 			return err
 		}
 		if w.State == desk.WorkspaceActive {
-			s.opt.Logger.Info("finishing an interrupted absorb: offboarding its source", "target", target, "source", d.Source)
+			s.opt.Logger.Info("finishing an interrupted absorb: offboarding its source", desk.LogWorkspaceID, target, desk.LogSourceWorkspaceID, d.Source)
 			if _, err := s.life.Offboard(ctx, d.Source, offboardInput(d)); err != nil {
 				if desk.ErrorCode(err) == desk.EINTERNAL {
 					return err
 				}
 				// The source cannot go (work of it runs elsewhere): the
 				// absorb is undone instead, so nothing is half-done.
-				s.opt.Logger.Warn("an interrupted absorb could not offboard its source and is undone", "target", target, "source", d.Source, "err", err)
+				s.opt.Logger.Warn("an interrupted absorb could not offboard its source and is undone", desk.LogWorkspaceID, target, desk.LogSourceWorkspaceID, d.Source, desk.LogErr, err)
 				if err := j.Rollback(ctx); err != nil {
 					return err
 				}
 				return j.Finish()
 			}
 		} else if w.State != desk.WorkspaceDeparted {
-			s.opt.Logger.Warn("the source of an interrupted absorb is neither active nor departed; the absorb is recorded as it stands", "source", d.Source, "state", w.State)
+			s.opt.Logger.Warn("the source of an interrupted absorb is neither active nor departed; the absorb is recorded as it stands", desk.LogSourceWorkspaceID, d.Source, "state", w.State)
 		}
 	}
 	return s.finish(ctx, j, d)

@@ -21,7 +21,7 @@ func (a *Agent) startTitle(x *desk.Session, first string, prov provider.Provider
 		return
 	}
 	if _, err := a.store.BeginTitleJob(context.Background(), x.ID, first, desk.Now()); err != nil {
-		a.log.Error("record title job", "err", err, "session_id", x.ID)
+		a.log.Error("record title job", desk.LogErr, err, desk.LogSessionID, x.ID)
 	}
 	a.goTitle(x, first, prov, spec)
 }
@@ -56,12 +56,12 @@ func (a *Agent) endTitle(sessionID, title string) {
 	ctx := context.Background()
 	if title != "" {
 		if _, err := a.store.SetAutoTitle(ctx, sessionID, title); err != nil {
-			a.log.Error("set title", "err", err, "session_id", sessionID)
+			a.log.Error("set title", desk.LogErr, err, desk.LogSessionID, sessionID)
 			return // the job stays for the next start
 		}
 	}
 	if err := a.store.EndTitleJob(ctx, sessionID); err != nil {
-		a.log.Error("end title job", "err", err, "session_id", sessionID)
+		a.log.Error("end title job", desk.LogErr, err, desk.LogSessionID, sessionID)
 	}
 }
 
@@ -96,7 +96,7 @@ func (a *Agent) RecoverTitles(ctx context.Context) error {
 		if err != nil {
 			prov = nil // the first words still make a title
 		}
-		a.log.Info("retrying a title job a dead desk process left", "session_id", x.ID)
+		a.log.Info("retrying a title job a dead desk process left", desk.LogSessionID, x.ID)
 		a.goTitle(x, j.FirstMessage, prov, spec)
 	}
 	return nil

@@ -24,14 +24,14 @@ func (tr *turn) recordUsage(resp *provider.Response) error {
 // will meet a store that cannot be written anyway).
 func (tr *turn) recordReview(resp *provider.Response) {
 	if err := tr.a.recordUsage(tr.x, tr.t.Execution.SurfaceID, tr.t.Execution.ID, desk.UsageReview, tr.spec, resp); err != nil {
-		tr.a.log.Error("record review usage", "err", err, "execution_id", tr.t.Execution.ID)
+		tr.a.log.Error("record review usage", desk.LogErr, err, desk.LogExecutionID, tr.t.Execution.ID)
 	}
 }
 
 // recordTitle records a title call of the session.
 func (a *Agent) recordTitle(x *desk.Session, spec provider.Spec, resp *provider.Response) {
 	if err := a.recordUsage(x, x.SurfaceID, "", desk.UsageTitle, spec, resp); err != nil {
-		a.log.Error("record title usage", "err", err, "session_id", x.ID)
+		a.log.Error("record title usage", desk.LogErr, err, desk.LogSessionID, x.ID)
 	}
 }
 

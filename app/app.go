@@ -31,6 +31,7 @@ import (
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/lifecycle"
 	"github.com/desk-runtime/desk/mcpserver"
+	"github.com/desk-runtime/desk/oplog"
 	"github.com/desk-runtime/desk/selection"
 	"github.com/desk-runtime/desk/session"
 	"github.com/desk-runtime/desk/store/postgres"
@@ -322,6 +323,10 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err := a.open(ctx, "ui state", a.UI); err != nil {
 		return nil, err
 	}
+	// Operator-relevant events (failed turns, blocks, …) reach the app log.
+	if err := a.open(ctx, "operator log", oplog.New(a.Exec, a.Logger, oplog.Options{})); err != nil {
+		return nil, err
+	}
 	// The event streams close first, so a shutdown does not wait on them.
 	a.Streams = httpapi.NewStreams()
 	if err := a.open(ctx, "event streams", a.Streams); err != nil {
@@ -332,11 +337,12 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
 		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		UI: a.UI, Streams: a.Streams, Logger: a.Logger.With("component", "http"), Version: cfg.Version, BodyIdleTimeout: cfg.BodyIdleTimeout,
+		AuthLog: httpapi.NewAuthFailures(a.Logger.With("component", "http"), 0, nil),
 	}
 	// The web UI is served at / beside the API.
 	api.Web = web.New(web.Deps{Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Files: a.Files,
 		Exec: a.Exec, Agent: a.Agent, Store: store, Logs: a.Logs, UI: a.UI, Catalog: a.Lifecycle, Streams: a.Streams,
-		Logger: a.Logger.With("component", "web"), Version: cfg.Version})
+		Logger: a.Logger.With("component", "web"), Version: cfg.Version, AuthLog: api.AuthLog})
 	// MCP is served at /mcp over the API handler itself, in process, with
 	// the caller's own token (see package mcpserver).
 	apiH := api.Handler()

@@ -421,7 +421,7 @@ func (s *Service) report(msg string, err error) {
 		return
 	}
 	r := slog.NewRecord(time.Now(), slog.LevelError, msg, 0)
-	r.AddAttrs(slog.String(KeyComponent, Source), slog.String("err", s.red.String(err.Error())))
+	r.AddAttrs(slog.String(KeyComponent, Source), slog.String(desk.LogErr, s.red.String(err.Error())))
 	_ = s.opts.Next.Handle(context.Background(), r)
 }
 

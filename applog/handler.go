@@ -17,11 +17,12 @@ import (
 // Attribute keys the handler lifts out of the fields: KeyComponent names
 // the entry's source (overriding the handler's), and the ids fill the
 // entry's columns so filters can use them. Only top-level attributes are
-// lifted; inside a group they are ordinary fields.
+// lifted; inside a group they are ordinary fields. They are the root
+// package's shared log keys (desk.Log…), which every component logs with.
 const (
-	KeyComponent   = "component"
-	KeyWorkspaceID = "workspace_id"
-	KeySessionID   = "session_id"
+	KeyComponent   = desk.LogComponent
+	KeyWorkspaceID = desk.LogWorkspaceID
+	KeySessionID   = desk.LogSessionID
 )
 
 // DefaultSource is the source of entries whose handler named none.

@@ -107,7 +107,7 @@ func Open(home layout.Home, opt Options) (*Archive, error) {
 	a := &Archive{
 		home:    home,
 		opt:     opt,
-		log:     log.With("component", "archive"),
+		log:     log.With(desk.LogComponent, "archive"),
 		writers: map[string]*fileWriter{},
 		dirty:   map[string]bool{},
 		slots:   make(chan struct{}, opt.MaxOpenFiles),
@@ -210,8 +210,8 @@ func (a *Archive) Append(ctx context.Context, ws string, r Record) error {
 		if r != nil && !isNilRecord(r) {
 			et, st = r.EventType(), r.SystemType()
 		}
-		a.log.Error("archive record refused", "workspace_id", ws, "event_type", et,
-			"system_type", st, "record_type", fmt.Sprintf("%T", r), "err", err)
+		a.log.Error("archive record refused", desk.LogWorkspaceID, ws, "event_type", et,
+			"system_type", st, "record_type", fmt.Sprintf("%T", r), desk.LogErr, err)
 		return err
 	}
 	e := r.Header()

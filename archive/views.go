@@ -90,7 +90,7 @@ func (a *Archive) RebuildViews(ctx context.Context, ws string, full bool) error 
 	if !full {
 		if b, err := root.ReadFile(path.Join(ViewsDir, viewsState)); err == nil {
 			if json.Unmarshal(b, st) != nil || st.Version != 1 {
-				a.log.Warn("conversation views: unreadable state, rebuilding", "workspace_id", ws)
+				a.log.Warn("conversation views: unreadable state, rebuilding", desk.LogWorkspaceID, ws)
 				st = &viewState{}
 			}
 		}
@@ -139,7 +139,7 @@ func (a *Archive) RebuildViews(ctx context.Context, ws string, full bool) error 
 			if fi.Size() < off {
 				// Archive files never shrink; if one did, someone edited
 				// it by hand. Read it again and re-render what it feeds.
-				a.log.Warn("conversation views: archive file shrank", "workspace_id", ws, "file", rel)
+				a.log.Warn("conversation views: archive file shrank", desk.LogWorkspaceID, ws, "file", rel)
 				off, reset = 0, true
 			}
 			next, err := scanFile(ctx, abs, off, fi.Size(), func(ln *Line) error {
@@ -378,13 +378,16 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
-// viewLoop brings the views of workspaces with new records up to date,
-// every ViewsInterval, until Close.
+// viewLoop brings the views of workspaces up to date every ViewsInterval,
+// until Close: those with new records, and those whose conversations/
+// changed on disk since the loop last saw it (a deleted directory or view),
+// so a quiet workspace gets a deleted view back too.
 func (a *Archive) viewLoop() {
 	defer a.wg.Done()
 	ctx := a.bg
 	t := time.NewTicker(a.opt.ViewsInterval)
 	defer t.Stop()
+	seen := map[string]time.Time{} // workspace → conversations/ mtime after its last update
 	for {
 		select {
 		case <-a.stop:
@@ -395,10 +398,67 @@ func (a *Archive) viewLoop() {
 		dirty := a.dirty
 		a.dirty = map[string]bool{}
 		a.mu.Unlock()
+		a.changedViews(seen, dirty)
 		for ws := range dirty {
-			if err := a.RebuildViews(ctx, ws, false); err != nil && ctx.Err() == nil {
-				a.log.Warn("conversation views", "workspace_id", ws, "err", err)
+			if err := a.RebuildViews(ctx, ws, false); err != nil {
+				if ctx.Err() == nil {
+					a.log.Warn("conversation views", desk.LogWorkspaceID, ws, desk.LogErr, err)
+				}
+				delete(seen, ws) // try again next time
+				continue
 			}
+			// A workspace with an archive has views once they are built;
+			// no directory now means it was deleted while the rebuild ran,
+			// so look again at the next tick.
+			if mt := a.viewsModTime(ws); !mt.IsZero() {
+				seen[ws] = mt
+			} else {
+				delete(seen, ws)
+			}
+		}
+	}
+}
+
+// viewsModTime is the modification time of a workspace's conversations/
+// directory, zero when there is none. Deleting or renaming a view inside
+// it, or the directory itself, changes it.
+func (a *Archive) viewsModTime(ws string) time.Time {
+	fi, err := os.Stat(filepath.Join(a.home.Workspace(ws), ViewsDir))
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
+// changedViews adds to dirty every workspace with an archive whose
+// conversations/ is not as the loop left it: one stat per workspace and
+// tick, and a rebuild only where something changed (the first tick looks
+// at every workspace once).
+func (a *Archive) changedViews(seen map[string]time.Time, dirty map[string]bool) {
+	ents, err := os.ReadDir(a.home.Workspaces())
+	if err != nil {
+		return
+	}
+	live := make(map[string]bool, len(ents))
+	for _, e := range ents {
+		ws := e.Name()
+		if !e.IsDir() || checkWorkspaceID(ws) != nil {
+			continue
+		}
+		live[ws] = true
+		if dirty[ws] {
+			continue
+		}
+		if _, err := os.Stat(a.Dir(ws)); err != nil {
+			continue // no archive yet: nothing to view
+		}
+		if mt, ok := seen[ws]; !ok || !mt.Equal(a.viewsModTime(ws)) {
+			dirty[ws] = true
+		}
+	}
+	for ws := range seen {
+		if !live[ws] {
+			delete(seen, ws) // offboarded or purged
 		}
 	}
 }

@@ -121,7 +121,7 @@ func (s *Service) recoverOne(ctx context.Context, x *desk.Execution, known bool,
 		return err
 	}
 	_ = os.RemoveAll(s.home.Abs(x.WorkspaceID, layout.ScratchRel(x.ID)))
-	s.log.Warn("recovered an execution of a dead desk process", "execution_id", x.ID, "session_id", x.SessionID,
+	s.log.Warn("recovered an execution of a dead desk process", desk.LogExecutionID, x.ID, desk.LogSessionID, x.SessionID,
 		"phase", x.Phase, "requeued", req.Requeue, "owner", x.Owner)
 	return nil
 }
@@ -256,14 +256,14 @@ func (s *Service) loop() {
 		s.journalResult(err)
 		s.noticeRemoteStops(ctx)
 		if err := s.recover(ctx); err != nil && ctx.Err() == nil {
-			s.log.Error("recover executions", "err", err)
+			s.log.Error("recover executions", desk.LogErr, err)
 		}
 		s.startResumed()
 		s.dispatchQueued(ctx)
 		if now.Sub(lastPrune) > time.Minute {
 			lastPrune = now
 			if _, err := s.store.PruneEvents(ctx, now.Add(-s.opts.EventRetention)); err != nil && ctx.Err() == nil {
-				s.log.Error("prune events", "err", err)
+				s.log.Error("prune events", desk.LogErr, err)
 			}
 		}
 		// Events other processes committed reach this process's streams.
@@ -304,7 +304,7 @@ func (s *Service) dispatchQueued(ctx context.Context) {
 	ids, err := s.store.SurfacesWithQueuedWork(ctx, 1000)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Error("list queued work", "err", err)
+			s.log.Error("list queued work", desk.LogErr, err)
 		}
 		return
 	}

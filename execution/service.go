@@ -304,7 +304,7 @@ func (s *Service) journalFailed() error {
 func (s *Service) journalResult(err error) {
 	if err != nil {
 		if j := s.journal.Load(); j == nil || j.err == nil {
-			s.log.Error("execution journal write failed; refusing new admissions", "err", err)
+			s.log.Error("execution journal write failed; refusing new admissions", desk.LogErr, err)
 		}
 		s.journal.Store(&journalState{err: err})
 		return
@@ -495,7 +495,7 @@ func (s *Service) archiveInbound(ctx context.Context, q *desk.QueueItem) {
 		MessageID: q.ID, SenderID: q.Origin.Actor, ChatType: q.Kind, Text: q.Text,
 	}
 	if err := s.opts.Archive.Append(ctx, q.WorkspaceID, rec); err != nil {
-		s.log.Error("archive inbound message", "err", err, "queue_item", q.ID, "session_id", q.SessionID)
+		s.log.Error("archive inbound message", desk.LogErr, err, desk.LogQueueItemID, q.ID, desk.LogSessionID, q.SessionID)
 	}
 }
 

@@ -61,11 +61,14 @@ func (s *Server) applyAbsorb(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var in desk.AbsorbApply
+	var in struct {
+		desk.AbsorbApply
+		ignoredOrigin
+	}
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	res, err := s.Absorb.Apply(r.Context(), ws, src, in)
+	res, err := s.Absorb.Apply(r.Context(), ws, src, in.AbsorbApply)
 	if err != nil {
 		return err
 	}

@@ -144,13 +144,18 @@ func (s *Server) setFocus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var in struct {
+	type focus struct {
 		URL   string `json:"url"`
 		Title string `json:"title"`
 	}
-	if err := decode(w, r, &in); err != nil {
+	var body struct {
+		focus
+		ignoredOrigin
+	}
+	if err := decode(w, r, &body); err != nil {
 		return err
 	}
+	in := body.focus // what is stored and answered: never the ignored origin
 	x, err := s.Sessions.Get(r.Context(), ses)
 	if err != nil {
 		return err
@@ -197,6 +202,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Decision string `json:"decision"`
 		Reason   string `json:"reason"`
+		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
@@ -229,6 +235,7 @@ func (s *Server) answerInput(w http.ResponseWriter, r *http.Request) error {
 	}
 	var in struct {
 		Answers map[string]string `json:"answers"`
+		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
@@ -252,6 +259,7 @@ func (s *Server) decidePlan(w http.ResponseWriter, r *http.Request, decision str
 	}
 	var in struct {
 		Notes string `json:"notes"`
+		ignoredOrigin
 	}
 	if err := decodeOptional(w, r, &in); err != nil {
 		return err
@@ -304,6 +312,7 @@ func (s *Server) patchAgentSettings(w http.ResponseWriter, r *http.Request) erro
 		BlockingInput *bool   `json:"blocking_input"`
 		// TokenBudget is raw so null (clear) differs from absent.
 		TokenBudget json.RawMessage `json:"token_budget"`
+		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
@@ -373,7 +382,11 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 	default:
 		models = append(models, def)
 	}
-	models = append(models, "script")
+	// The script provider is always offered; a default that is the script
+	// provider itself is listed once.
+	if def != "script" {
+		models = append(models, "script")
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"default": def, "models": models, "note": note})
 	return nil
 }

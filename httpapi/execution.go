@@ -154,6 +154,7 @@ func (s *Server) queueApprove(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) queueMove(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		To string `json:"to"`
+		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
@@ -174,6 +175,7 @@ func (s *Server) queueResume(w http.ResponseWriter, r *http.Request) error {
 	}
 	var in struct {
 		Surface string `json:"surface"`
+		ignoredOrigin
 	}
 	if err := decodeOptional(w, r, &in); err != nil {
 		return err
@@ -261,6 +263,9 @@ func userAttributed(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	for k := range m {
+		if k == "origin" {
+			continue // accepted and ignored, as in every body (ignoredOrigin)
+		}
 		if k == "actor" || k == "actor_id" || k == "by" {
 			return desk.Errorf(desk.EINVALID, "the actor is taken from the token; a body may not name one (%q)", k)
 		}
@@ -346,6 +351,7 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) resolve(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Target desk.ResolveTarget `json:"target"`
+		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err

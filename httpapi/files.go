@@ -192,7 +192,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) error {
 		// A listing cannot carry an error after its entries; cut the
 		// response so the client sees an incomplete body, not a short
 		// listing that looks whole.
-		s.Logger.Error("listing failed part-way", "path", r.URL.Path, "err", err)
+		s.logFailure(r, "listing failed part-way", err, desk.LogPath, r.URL.Path)
 		panic(http.ErrAbortHandler)
 	}
 	return st.finish(listing, nil)
@@ -246,7 +246,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 		in.Body = body
 		up, err := s.Files.Upload(r.Context(), scope, in)
 		if err != nil && desk.ErrorCode(err) == desk.EINTERNAL {
-			s.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			s.logFailure(r, "request failed", err, desk.LogMethod, r.Method, desk.LogPath, r.URL.Path)
 		}
 		writeRaw(conn, up, err)
 		if err != nil {
@@ -427,6 +427,7 @@ func (s *Server) patchWorkspace(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		HostPaths   *[]desk.HostPath `json:"host_paths"`
 		PrimaryRoot *string          `json:"primary_root"`
+		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err

@@ -120,6 +120,7 @@ func (s *Server) putBindings(w http.ResponseWriter, r *http.Request) error {
 	}
 	var in struct {
 		GroupIDs []string `json:"group_ids"`
+		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err

@@ -74,6 +74,7 @@ func (s *Server) createActor(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Name string `json:"name"`
 		Kind string `json:"kind"`
+		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
@@ -165,6 +166,7 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
 		Pinned   *bool   `json:"pinned"`
 		Archived *bool   `json:"archived"`
 		Unread   *bool   `json:"unread"`
+		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
@@ -191,6 +193,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) storagePressure(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Level string `json:"level"`
+		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err

@@ -69,6 +69,7 @@ func (s *Server) logsSeen(w http.ResponseWriter, r *http.Request) error {
 	}
 	var in struct {
 		Seq int64 `json:"seq"`
+		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err

@@ -63,6 +63,9 @@ type Server struct {
 	// while an upload that progresses, however big, never does. 0 means
 	// DefaultBodyIdleTimeout.
 	BodyIdleTimeout time.Duration
+	// AuthLog logs refused credentials, rate-limited per address; nil
+	// makes one on the Logger.
+	AuthLog *AuthFailures
 }
 
 // DefaultBodyIdleTimeout is the window of Server.BodyIdleTimeout.
@@ -86,6 +89,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Streams == nil {
 		s.Streams = NewStreams()
+	}
+	if s.AuthLog == nil {
+		s.AuthLog = NewAuthFailures(s.Logger, 0, nil)
 	}
 	mux := http.NewServeMux()
 	for _, rt := range s.routes() {
@@ -120,6 +126,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		if !rt.Public {
 			p, err := s.authenticate(r)
 			if err != nil {
+				s.AuthLog.Note(r, "api", err)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="desk"`)
 				writeError(w, err)
 				return
@@ -132,7 +139,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		}
 		if err != nil {
 			if desk.ErrorCode(err) == desk.EINTERNAL {
-				s.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+				s.logFailure(r, "request failed", err, desk.LogMethod, r.Method, desk.LogPath, r.URL.Path)
 			}
 			var sw *fsjail.SwappedError
 			if errors.As(err, &sw) {
@@ -140,7 +147,7 @@ func (s *Server) wrap(rt route) http.Handler {
 			}
 			writeError(w, err)
 		}
-		s.Logger.Debug("request", "method", r.Method, "path", r.URL.Path, "code", desk.ErrorCode(err), "took", time.Since(start))
+		s.Logger.Debug("request", desk.LogMethod, r.Method, desk.LogPath, r.URL.Path, "code", desk.ErrorCode(err), "took", time.Since(start))
 	})
 }
 

@@ -33,7 +33,11 @@ func newSSE(w http.ResponseWriter) *sseWriter {
 
 func (s *sseWriter) flush() { _ = s.rc.Flush() }
 
-// event writes one event with an id, a type and a JSON body, and flushes.
+// event writes one event with a type and a JSON body, and flushes. An id
+// above zero is sent as the event's id; zero (a gap or error notice, which
+// is not a place in the stream) sends none, so the client keeps the last
+// real id: a browser's EventSource stores "id: 0" and would reconnect with
+// Last-Event-ID: 0, which replays everything.
 func (s *sseWriter) event(id int64, typ string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -41,7 +45,12 @@ func (s *sseWriter) event(id int64, typ string, v any) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := fmt.Fprintf(s.w, "id: %d\nevent: %s\ndata: %s\n\n", id, typ, b); err != nil {
+	if id > 0 {
+		if _, err := fmt.Fprintf(s.w, "id: %d\n", id); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", typ, b); err != nil {
 		return err
 	}
 	s.flush()

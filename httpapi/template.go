@@ -36,6 +36,7 @@ func (s *Server) addTemplate(w http.ResponseWriter, r *http.Request) error {
 		Name    string              `json:"name"`
 		Version string              `json:"version"`
 		Files   []desk.TemplateFile `json:"files"`
+		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
@@ -75,11 +76,14 @@ func (s *Server) applyUpgrade(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var in desk.UpgradeApply
+	var in struct {
+		desk.UpgradeApply
+		ignoredOrigin
+	}
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	res, err := s.Templates.Apply(r.Context(), ws, r.URL.Query().Get("to"), in)
+	res, err := s.Templates.Apply(r.Context(), ws, r.URL.Query().Get("to"), in.UpgradeApply)
 	if err != nil {
 		return err
 	}

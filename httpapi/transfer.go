@@ -55,7 +55,7 @@ func (s *Server) exportWorkspace(w http.ResponseWriter, r *http.Request) error {
 		}
 		// The archive is cut short: abort the response so the client
 		// sees a broken transfer, never a clean end of a partial archive.
-		s.Logger.Error("export failed part-way", "workspace", ws, "err", err)
+		s.logFailure(r, "export failed part-way", err, desk.LogWorkspaceID, ws)
 		panic(http.ErrAbortHandler)
 	}
 	if !lw.started {

@@ -53,6 +53,7 @@ func (s *Server) putDraft(w http.ResponseWriter, r *http.Request) error {
 	}
 	var in struct {
 		Text *string `json:"text"`
+		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
@@ -75,6 +76,7 @@ func (s *Server) viewRequest(w http.ResponseWriter, r *http.Request) (string, st
 	}
 	var in struct {
 		Viewer string `json:"viewer"`
+		ignoredOrigin
 	}
 	if err := decodeOptional(w, r, &in); err != nil {
 		return "", "", err

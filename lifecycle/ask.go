@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -55,8 +56,8 @@ func reconstructPreamble(t desk.ResolveTarget) string {
 // Ask resolves the target as follow-up resolution does and acts on the
 // answer: exact queues the prompt on that session with the caller's
 // origin; unavailable says why and dispatches nothing; reconstructed
-// queues it on the new session (labelled reconstructed) that resolution
-// made in the target's workspace.
+// queues it on the session (labelled reconstructed) that resolution made
+// in the target's workspace. A refused prompt leaves no session behind.
 func (s *Service) Ask(ctx context.Context, in AskInput) (*AskResult, error) {
 	if s.opts.Sessions == nil || s.opts.Submit == nil {
 		return nil, desk.Errorf(desk.EUNAVAILABLE, "asking is not available on this desk")
@@ -85,6 +86,13 @@ func (s *Service) Ask(ctx context.Context, in AskInput) (*AskResult, error) {
 	}
 	sub, err := s.opts.Submit.Submit(ctx, res.SessionID, desk.SubmitInput{Text: text})
 	if err != nil {
+		// A refused ask leaves nothing behind: the session this resolution
+		// made for it goes again (one made earlier stays).
+		if res.Created {
+			if derr := s.opts.Sessions.Delete(context.WithoutCancel(ctx), res.SessionID); derr != nil {
+				return nil, errors.Join(err, fmt.Errorf("remove the session reconstructed for the refused ask: %w", derr))
+			}
+		}
 		return nil, err
 	}
 	out.Status, out.QueuedItemID, out.ExecutionID = AskDispatched, sub.Item.ID, sub.ExecutionID

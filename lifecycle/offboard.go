@@ -281,7 +281,7 @@ func (s *Service) finishOffboard(ctx context.Context, j *desk.LifecycleJournal, 
 	if err := s.fail(desk.OpOffboard, "departed"); err != nil {
 		return err
 	}
-	s.log.Info("workspace offboarded", "workspace_id", ws, "reason", data.Reason, "retired_sessions", len(data.Retired), "path", dst)
+	s.log.Info("workspace offboarded", desk.LogWorkspaceID, ws, "reason", data.Reason, "retired_sessions", len(data.Retired), desk.LogPath, dst)
 	return s.settle(ctx, j)
 }
 

@@ -88,6 +88,6 @@ func (s *Service) finishPurge(ctx context.Context, j *desk.LifecycleJournal) err
 		desk.CatalogChange{PurgedAt: &now}, now); err != nil {
 		return err
 	}
-	s.log.Info("workspace purged", "workspace_id", ws)
+	s.log.Info("workspace purged", desk.LogWorkspaceID, ws)
 	return s.settle(ctx, j)
 }

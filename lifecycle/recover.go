@@ -47,7 +47,7 @@ func (s *Service) recoverJournal(ctx context.Context, j *desk.LifecycleJournal) 
 		s.mu.Unlock()
 		if fn == nil {
 			s.log.Warn("a lifecycle journal of an operation this desk does not know is left alone",
-				"journal_id", j.ID, "op", j.Op, "workspace_id", j.WorkspaceID)
+				desk.LogJournalID, j.ID, "op", j.Op, desk.LogWorkspaceID, j.WorkspaceID)
 			return nil
 		}
 		return fn(ctx, j)
@@ -55,7 +55,7 @@ func (s *Service) recoverJournal(ctx context.Context, j *desk.LifecycleJournal) 
 	release, err := s.acquire(ctx, j.Op, j.WorkspaceID)
 	if desk.IsCode(err, desk.ECONFLICT) {
 		s.log.Info("an interrupted lifecycle operation is left to the live process holding its workspace",
-			"journal_id", j.ID, "op", j.Op, "workspace_id", j.WorkspaceID, "err", err)
+			desk.LogJournalID, j.ID, "op", j.Op, desk.LogWorkspaceID, j.WorkspaceID, desk.LogErr, err)
 		return nil
 	}
 	if err != nil {
@@ -83,7 +83,7 @@ func (s *Service) recoverLocked(ctx context.Context, j *desk.LifecycleJournal) e
 	if err != nil {
 		return err
 	}
-	log := s.log.With("journal_id", j.ID, "op", j.Op, "workspace_id", j.WorkspaceID, "step", j.Step, "state", w.State)
+	log := s.log.With(desk.LogJournalID, j.ID, "op", j.Op, desk.LogWorkspaceID, j.WorkspaceID, "step", j.Step, "state", w.State)
 	switch j.Op {
 	case desk.OpOffboard:
 		var data offboardData

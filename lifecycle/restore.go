@@ -120,6 +120,6 @@ func (s *Service) finishRestore(ctx context.Context, j *desk.LifecycleJournal) e
 		desk.CatalogChange{RestoredAt: &now, RetiredSessions: []string{}}, now); err != nil {
 		return err
 	}
-	s.log.Info("workspace restored", "workspace_id", ws, "recalled_sessions", len(e.RetiredSessions), "path", to)
+	s.log.Info("workspace restored", desk.LogWorkspaceID, ws, "recalled_sessions", len(e.RetiredSessions), desk.LogPath, to)
 	return s.settle(ctx, j)
 }

@@ -112,6 +112,15 @@ func (s *sessions) jail(ctx context.Context, sessionID string) (*fsjail.Jail, er
 	for _, g := range groups {
 		v.GroupIDs = append(v.GroupIDs, g.ID)
 	}
+	// While a turn runs on the session's orchestrator surface its /scratch
+	// is part of what that execution sees, so it is part of this view too.
+	run, err := s.store.ActiveExecution(ctx, x.SurfaceID)
+	if err != nil {
+		return nil, err
+	}
+	if run != nil {
+		v.Execution = run.ID
+	}
 	return fsjail.New(Mounts(s.home, v))
 }
 

@@ -9,8 +9,9 @@ import (
 // Resolve answers the follow-up resolution of the OpenAlice seed: a usable
 // session continues exactly; a known but unavailable one says why and keeps
 // its attributed origin; an unknown target in a known, active workspace
-// gets a new session labelled reconstructed (never presented as the
-// original author); anything else is unavailable.
+// gets a session labelled reconstructed (never presented as the original
+// author), made by the first resolution and continued by later ones;
+// anything else is unavailable.
 func (s *sessions) Resolve(ctx context.Context, t desk.ResolveTarget) (*desk.Resolution, error) {
 	if _, ok := desk.PrincipalFrom(ctx); !ok {
 		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
@@ -70,13 +71,50 @@ func (s *sessions) Resolve(ctx context.Context, t desk.ResolveTarget) (*desk.Res
 	default:
 		return &desk.Resolution{Resolution: desk.ResolveUnavailable, Reason: "departed-workspace"}, nil
 	}
+	// One reconstruction per target and actor: resolving the same unknown
+	// target again continues the session the first resolution made. The
+	// lock keeps two concurrent resolutions in this process from both
+	// creating one.
+	from := t.Kind + ":" + t.ID
+	s.reconstructMu.Lock()
+	defer s.reconstructMu.Unlock()
+	if x, err := s.reconstruction(ctx, w.ID, from); err != nil {
+		return nil, err
+	} else if x != nil {
+		return &desk.Resolution{Resolution: desk.ResolveReconstructed, SessionID: x.ID, Signature: x.Signature}, nil
+	}
 	title := "Reconstructed"
 	if t.Kind != "workspace" {
 		title = "Reconstructed for " + t.Kind + " " + t.ID
 	}
-	n, err := s.create(ctx, desk.SessionCreate{WorkspaceID: w.ID, Title: title}, t.Kind+":"+t.ID)
+	n, err := s.create(ctx, desk.SessionCreate{WorkspaceID: w.ID, Title: title}, from)
 	if err != nil {
 		return nil, err
 	}
-	return &desk.Resolution{Resolution: desk.ResolveReconstructed, SessionID: n.ID, Signature: n.Signature}, nil
+	return &desk.Resolution{Resolution: desk.ResolveReconstructed, SessionID: n.ID, Signature: n.Signature, Created: true}, nil
+}
+
+// reconstruction finds the active session an earlier resolution
+// reconstructed for the target from, of the actor a new one would belong
+// to (the owner for the admin, else the caller's actor); nil when none.
+func (s *sessions) reconstruction(ctx context.Context, workspaceID, from string) (*desk.Session, error) {
+	p, _ := desk.PrincipalFrom(ctx)
+	actor := p.ActorID
+	if p.Admin {
+		a, err := s.workspaces.ResolveActor(ctx, workspaceID, desk.OwnerActorName)
+		if err != nil {
+			return nil, err
+		}
+		actor = a.ID
+	}
+	xs, err := s.store.ListSessions(ctx, desk.SessionFilter{WorkspaceID: workspaceID, ActorID: actor})
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range xs {
+		if x.ReconstructedFrom == from && x.Lifecycle == desk.SessionActive && !x.Deleting {
+			return x, nil
+		}
+	}
+	return nil, nil
 }

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -29,6 +30,9 @@ type sessions struct {
 	// stopper stops whatever runs in a session before its files and rows
 	// go (the execution service); nil on a desk that runs nothing.
 	stopper desk.SessionStopper
+	// reconstructMu makes finding or creating a reconstructed session one
+	// step (Resolve).
+	reconstructMu sync.Mutex
 }
 
 // Service is what New returns: the session service and its startup

@@ -52,7 +52,7 @@ func (s *Service) CreateWorkspace(ctx context.Context, name, ref string) (*desk.
 	if err := s.install(ctx, root, tv, d); err != nil {
 		return nil, fmt.Errorf("install template %s %s into %s: %w", tv.Name, tv.Version, w.ID, err)
 	}
-	s.opt.Logger.Info("workspace created from template", "workspace", w.ID, "template", tv.Name, "version", tv.Version)
+	s.opt.Logger.Info("workspace created from template", desk.LogWorkspaceID, w.ID, desk.LogTemplate, tv.Name, "version", tv.Version)
 	return w, nil
 }
 
@@ -127,6 +127,6 @@ func (s *Service) recoverInstall(ctx context.Context, ws string, root *os.Root) 
 	if len(j.Changes) != len(tv.Files)+1 {
 		return fmt.Errorf("install journal of %s does not match template %s %s", ws, tv.Name, tv.Version)
 	}
-	s.opt.Logger.Info("finishing an interrupted template install", "workspace", ws, "template", tv.Name, "version", tv.Version)
+	s.opt.Logger.Info("finishing an interrupted template install", desk.LogWorkspaceID, ws, desk.LogTemplate, tv.Name, "version", tv.Version)
 	return s.finishInstall(j, tv, baseline)
 }

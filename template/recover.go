@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/checkout"
 )
 
@@ -50,11 +51,11 @@ func (s *Service) recoverOne(ctx context.Context, op, ws string) error {
 				return err
 			}
 			if ok {
-				s.opt.Logger.Info("finishing an interrupted template upgrade", "workspace", ws, "commit", commit)
+				s.opt.Logger.Info("finishing an interrupted template upgrade", desk.LogWorkspaceID, ws, "commit", commit)
 				return j.Finish()
 			}
 		}
-		s.opt.Logger.Info("undoing an interrupted template upgrade", "workspace", ws, "journal", j.ID)
+		s.opt.Logger.Info("undoing an interrupted template upgrade", desk.LogWorkspaceID, ws, desk.LogJournalID, j.ID)
 		if err := j.Rollback(ctx); err != nil {
 			return err
 		}

@@ -232,7 +232,7 @@ func (s *Service) Add(ctx context.Context, name, version string, files []desk.Te
 		return nil, fmt.Errorf("install template: %w", err)
 	}
 	syncDir(filepath.Join(s.home.Templates(), name))
-	s.opt.Logger.Info("template registered", "template", name, "version", version, "files", len(tv.Files))
+	s.opt.Logger.Info("template registered", desk.LogTemplate, name, "version", version, "files", len(tv.Files))
 	return tv, nil
 }
 

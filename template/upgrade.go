@@ -336,19 +336,19 @@ func (s *Service) Apply(ctx context.Context, wsID, to string, in desk.UpgradeApp
 			return nil, err
 		}
 		if rerr := j.Rollback(ctx); rerr != nil {
-			s.opt.Logger.Error("template upgrade failed and could not be undone; restart desk to recover it", "workspace", wsID, "err", err, "rollback_err", rerr)
+			s.opt.Logger.Error("template upgrade failed and could not be undone; restart desk to recover it", desk.LogWorkspaceID, wsID, desk.LogErr, err, desk.LogRollbackErr, rerr)
 			return nil, fmt.Errorf("template upgrade failed (%w) and undoing it failed too (%v); desk finishes undoing it at its next start", err, rerr)
 		}
 		if ferr := j.Finish(); ferr != nil {
-			s.opt.Logger.Warn("template upgrade undone; its journal stays until the next start", "workspace", wsID, "err", ferr)
+			s.opt.Logger.Warn("template upgrade undone; its journal stays until the next start", desk.LogWorkspaceID, wsID, desk.LogErr, ferr)
 		}
 		return nil, err
 	}
 	if err := j.Finish(); err != nil {
 		// Everything is applied; the next start removes the journal.
-		s.opt.Logger.Warn("template upgrade applied; its journal stays until the next start", "workspace", wsID, "err", err)
+		s.opt.Logger.Warn("template upgrade applied; its journal stays until the next start", desk.LogWorkspaceID, wsID, desk.LogErr, err)
 	}
-	s.opt.Logger.Info("template upgraded", "workspace", wsID, "template", d.Template, "from", d.From, "to", d.To,
+	s.opt.Logger.Info("template upgraded", desk.LogWorkspaceID, wsID, desk.LogTemplate, d.Template, "from", d.From, "to", d.To,
 		"written", len(res.Written), "deleted", len(res.Deleted), "commit", res.Commit)
 	return res, nil
 }

@@ -127,7 +127,7 @@ func (s *Service) watch(ctx context.Context) {
 		if err == nil || ctx.Err() != nil {
 			return
 		}
-		s.log.Error("unread watcher", "err", err)
+		s.log.Error("unread watcher", desk.LogErr, err)
 		select {
 		case <-ctx.Done():
 		case <-time.After(s.opts.Retry):

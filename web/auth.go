@@ -160,6 +160,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	next := safeNext(r.PostFormValue("next"))
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	if _, err := s.d.Workspaces.Authenticate(r.Context(), tok); tok == "" || err != nil {
+		if err == nil {
+			err = desk.Errorf(desk.EUNAUTHORIZED, "no token was given")
+		}
+		s.d.AuthLog.Note(r, "web sign-in", err)
 		http.Redirect(w, r, "/login?error=1&next="+url.QueryEscape(next), http.StatusSeeOther)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/applog"
+	"github.com/desk-runtime/desk/httpapi"
 )
 
 // logsView is the app log page: the newest entries matching the filters,
@@ -124,8 +125,8 @@ func (s *Server) logsStream(w http.ResponseWriter, r *request) error {
 		}
 		return out.send(strconv.FormatInt(e.Seq, 10), "entry", html)
 	})
-	if err != nil && ctx.Err() == nil {
-		s.log.Warn("log stream ended", "err", err)
+	if err != nil && ctx.Err() == nil && !httpapi.ClientGone(r.Request, err) {
+		s.log.Warn("log stream ended", desk.LogErr, err)
 	}
 	return nil
 }

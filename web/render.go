@@ -15,6 +15,8 @@ import (
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/renderer/html"
+
+	"github.com/desk-runtime/desk"
 )
 
 // md renders Markdown as GitHub does (GFM: tables, strikethrough, task
@@ -93,7 +95,7 @@ func (s *Server) render(w http.ResponseWriter, name string, data any) error {
 // answer is already an error.
 func (s *Server) renderStatus(w http.ResponseWriter, status int, name string, data any) {
 	if err := s.renderTo(w, status, name, data); err != nil {
-		s.log.Error("render", "template", name, "err", err)
+		s.log.Error("render", desk.LogTemplate, name, desk.LogErr, err)
 	}
 }
 

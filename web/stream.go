@@ -12,6 +12,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/httpapi"
 )
 
 // The page's event stream: desk's events of one workspace, turned into
@@ -133,7 +134,7 @@ func (s *Server) stream(w http.ResponseWriter, r *request) error {
 		}
 		defer func() {
 			if err := s.d.UI.Leave(background(r), l.x.ID, viewer); err != nil {
-				s.log.Warn("leave session", "session_id", l.x.ID, "err", err)
+				s.log.Warn("leave session", desk.LogSessionID, l.x.ID, desk.LogErr, err)
 			}
 		}()
 	}
@@ -151,8 +152,8 @@ func (s *Server) stream(w http.ResponseWriter, r *request) error {
 			return l.emit(0, parts, err)
 		},
 		l.handle)
-	if err != nil && ctx.Err() == nil {
-		s.log.Warn("page event stream ended", "err", err)
+	if err != nil && ctx.Err() == nil && !httpapi.ClientGone(r.Request, err) {
+		s.log.Warn("page event stream ended", desk.LogErr, err)
 	}
 	return nil
 }
@@ -191,7 +192,7 @@ func (l *live) keepalive(cancel context.CancelFunc, viewer string) {
 		case <-hold.C:
 			if l.x != nil {
 				if _, err := l.s.d.UI.OpenSession(l.ctx, l.x.ID, viewer); err != nil && l.ctx.Err() == nil {
-					l.s.log.Warn("renew session hold", "session_id", l.x.ID, "err", err)
+					l.s.log.Warn("renew session hold", desk.LogSessionID, l.x.ID, desk.LogErr, err)
 				}
 			}
 		}

@@ -108,6 +108,9 @@ type Deps struct {
 	Streams *httpapi.Streams
 	Logger  *slog.Logger
 	Version string
+	// AuthLog logs refused sign-ins (rate-limited, shared with the API);
+	// nil logs none.
+	AuthLog *httpapi.AuthFailures
 }
 
 // Server is the web UI.
@@ -223,12 +226,12 @@ func isHTMX(r *http.Request) bool { return r.Header.Get("HX-Request") == "true" 
 // fail answers an error: a toast for htmx requests (retargeted so it never
 // replaces the content the request aimed at), an error page otherwise.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, context.Canceled) {
-		return
+	if errors.Is(err, context.Canceled) || httpapi.ClientGone(r, err) {
+		return // the client went away; nobody reads an answer
 	}
 	code := desk.ErrorCode(err)
 	if code == desk.EINTERNAL {
-		s.log.Error("web request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.Error("web request failed", desk.LogMethod, r.Method, desk.LogPath, r.URL.Path, desk.LogErr, err)
 	}
 	msg := desk.ErrorMessage(err)
 	status := httpapi.StatusOf(code)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/desk-runtime/desk"
 )
 
 // Files desk keeps in DESK_HOME about the running server. `desk serve`
@@ -139,6 +141,68 @@ func writeRunFiles(home string, pid int, url string) error {
 	return nil
 }
 
+// runningURL is the address in DESK_HOME/desk.url when the pid file next
+// to it names a live process, so the CLI finds a server started with any
+// --addr; "" when there is none.
+func runningURL(home string) string {
+	b, err := os.ReadFile(filepath.Join(home, pidFileName))
+	if err != nil {
+		return ""
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err != nil || pid <= 0 || !alive(pid) {
+		return ""
+	}
+	u, err := os.ReadFile(filepath.Join(home, urlFileName))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(u))
+}
+
+// lockFileName is the lock `desk serve` holds for as long as it runs, so a
+// second server on the same DESK_HOME is refused before it touches anything.
+const lockFileName = "desk.lock"
+
+// sharedHomeEnv lets several desk processes use one DESK_HOME on purpose:
+// nodes of one Postgres database on a shared file system, or a peer that
+// takes over a stopped process's work. Each of them sets it; a process
+// without it still refuses to start beside them, and they beside it.
+const sharedHomeEnv = "DESK_SHARED_HOME"
+
+// lockHome takes DESK_HOME's lock (flock, released by the kernel when the
+// process ends however it ends): exclusive, or shared when shared is set.
+// It fails with a conflict naming the running server when the lock is
+// held in a way that excludes this one.
+func lockHome(home string, shared bool) (release func(), err error) {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(home, lockFileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	how := syscall.LOCK_EX
+	if shared {
+		how = syscall.LOCK_SH
+	}
+	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			who := "another desk process"
+			if b, err := os.ReadFile(filepath.Join(home, pidFileName)); err == nil {
+				who = "desk (pid " + strings.TrimSpace(string(b)) + ")"
+				if u := runningURL(home); u != "" {
+					who += " at " + u
+				}
+			}
+			return nil, desk.Errorf(desk.ECONFLICT, "desk is already running: %s holds %s; desk stop first, give this server its own DESK_HOME, or set %s=1 on every process meant to share it", who, path, sharedHomeEnv)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
+
 // removeRunFiles removes the run files if they still name pid.
 func removeRunFiles(home string, pid int) {
 	b, err := os.ReadFile(filepath.Join(home, pidFileName))
@@ -176,7 +240,9 @@ the foreground.`,
 
 func start(cmd *cobra.Command, g *globals, addr, pg string, wait time.Duration, name string) error {
 	home := firstNonEmpty(g.home, os.Getenv("DESK_HOME"), defaultHome())
-	var serveArgs []string
+	// Not nil: cobra runs a command whose args are nil on os.Args, which
+	// here would be "start" (unknown to serve).
+	serveArgs := []string{}
 	if addr != "" {
 		serveArgs = append(serveArgs, "--addr", addr)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -85,12 +86,15 @@ type globals struct {
 }
 
 // client builds the API client from flags, then the environment, then the
-// admin token file in DESK_HOME.
+// files the running server keeps in DESK_HOME: the server's address is
+// --server, DESK_SERVER, DESK_ADDR, DESK_HOME/desk.url, then the default;
+// the token is --token, DESK_TOKEN, DESK_ADMIN_TOKEN, then
+// DESK_HOME/admin.token.
 func (g *globals) client() (*client.Client, error) {
-	server := firstNonEmpty(g.server, os.Getenv("DESK_SERVER"), os.Getenv("DESK_ADDR"), defaultAddr)
+	home := firstNonEmpty(g.home, os.Getenv("DESK_HOME"), defaultHome())
+	server := firstNonEmpty(g.server, os.Getenv("DESK_SERVER"), os.Getenv("DESK_ADDR"), runningURL(home), defaultAddr)
 	token := firstNonEmpty(g.token, os.Getenv("DESK_TOKEN"), os.Getenv("DESK_ADMIN_TOKEN"))
 	if token == "" {
-		home := firstNonEmpty(g.home, os.Getenv("DESK_HOME"), defaultHome())
 		b, err := os.ReadFile(filepath.Join(home, "admin.token"))
 		if err != nil {
 			return nil, &usageError{fmt.Errorf("no token: pass --token, set DESK_TOKEN, or run on the machine whose DESK_HOME (%s) holds admin.token", home)}
@@ -137,11 +141,26 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&g.server, "server", "", "desk server address or URL (env DESK_SERVER, then DESK_ADDR; default "+defaultAddr+")")
+	root.PersistentFlags().StringVar(&g.server, "server", "", "desk server address or URL (env DESK_SERVER, then DESK_ADDR, then DESK_HOME/desk.url; default "+defaultAddr+")")
 	root.PersistentFlags().StringVar(&g.token, "token", "", "bearer token (env DESK_TOKEN, then DESK_ADMIN_TOKEN, then DESK_HOME/admin.token)")
 	root.PersistentFlags().StringVar(&g.home, "home", "", "desk home directory (env DESK_HOME; default ~/.local/share/desk)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print machine-readable JSON")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{err} })
+	// Cobra reports an unknown top-level command as a plain error (exit 1);
+	// taking the arguments here makes a mistyped command a usage error
+	// (exit 2), with cobra's suggestions.
+	root.Args = cobra.ArbitraryArgs
+	root.SuggestionsMinimumDistance = 2
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return &usageError{fmt.Errorf("%s; see desk --help", msg)}
+	}
 	root.AddCommand(serveCmd(g), versionCmd(g), startCmd(g), stopCmd(g), statusCmd(g), restartCmd(g))
 	addClientCommands(root, g)
 	return root

@@ -806,7 +806,8 @@ func TestRestartTakeoverByPeer(t *testing.T) {
 		t.Skipf("no working sandbox here: %v", err)
 	}
 	model := newChatModel(t, asking(chatCall{ID: "call_peer", Name: "exec_command", Args: map[string]string{"command": "echo ran-once"}}))
-	w, a := newRestartWorld(t, model, map[string]any{"approval_mode": "user"})
+	// Two processes on one home on purpose (one server per home otherwise).
+	w, a := newRestartWorld(t, model, map[string]any{"approval_mode": "user"}, sharedHomeEnv+"=1")
 	exe := w.executionOf(a, w.send(a, "run it"))
 	var pend struct{ Approvals []*desk.Approval }
 	waitUntil(t, "the approval request", func() bool {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent"
 	"github.com/desk-runtime/desk/agent/search"
 	"github.com/desk-runtime/desk/app"
@@ -73,6 +74,14 @@ search tool at a SearXNG instance.`,
 			if err != nil {
 				return &usageError{err}
 			}
+			// One server per home: a second one would share the SQLite file,
+			// the blob tree and the run files with the first.
+			shared := os.Getenv(sharedHomeEnv) == "1"
+			unlock, err := lockHome(home, shared)
+			if err != nil {
+				return err
+			}
+			defer unlock()
 
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -107,8 +116,14 @@ search tool at a SearXNG instance.`,
 			defer removeRunFiles(home, pid)
 			err = a.Serve(ctx, addr, 30*time.Second, func(bound net.Addr) {
 				url := "http://" + bound.String()
-				if err := writeRunFiles(home, pid, url); err != nil {
-					log.Warn("cannot write the pid file; desk status and desk stop will not find this server", "err", err)
+				switch {
+				case shared && runningURL(home) != "":
+					// A process sharing the home recorded itself first; its
+					// files stay (desk status and desk stop follow it).
+				default:
+					if err := writeRunFiles(home, pid, url); err != nil {
+						log.Warn("cannot write the pid file; desk status and desk stop will not find this server", desk.LogErr, err)
+					}
 				}
 				log.Info("desk serving", "url", url, "home", home, "store", store,
 					"admin_token", tokenFrom, "version", buildVersion())
