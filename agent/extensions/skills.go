@@ -158,8 +158,8 @@ type SkillText struct {
 	More  int
 }
 
-// ReadSkill reads the skill whose SKILL.md is at p (as listed by
-// FindSkills) for the prompt.
+// ReadSkill reads a skill (as FindSkills lists it, or as a surface
+// loaded it: name and path) for the prompt.
 func ReadSkill(j *fsjail.Jail, s Skill) (SkillText, error) {
 	t := SkillText{Skill: s}
 	text, digest, size, err := readBounded(j, s.Path, MaxSkillBytes+1)
@@ -167,9 +167,12 @@ func ReadSkill(j *fsjail.Jail, s Skill) (SkillText, error) {
 		return t, err
 	}
 	t.Digest, t.Size = digest, size
-	_, body, err := frontMatter(text)
+	h, body, err := frontMatter(text)
 	if err != nil {
 		return t, err
+	}
+	if d := strings.TrimSpace(h.Description); d != "" {
+		t.Description = cut(d, MaxDescription)
 	}
 	if size > MaxSkillBytes {
 		body, t.Truncated = cut(body, len(body)-1), true
