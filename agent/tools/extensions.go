@@ -13,7 +13,8 @@ import (
 // Optional is a tool that is declared only where it can work: Unavailable
 // says why it cannot in env ("" when it can). list_extensions reports the
 // absent ones with their reasons, so the model knows what it lacks and
-// why instead of finding out by failing.
+// why instead of finding out by failing. Unavailable may rely only on
+// env's Sandbox and Settings: the context view asks outside any execution.
 type Optional interface {
 	Unavailable(env *Env) string
 }
