@@ -214,6 +214,27 @@ type AgentSettings struct {
 	// tokens of every model call); 0 means none. A turn that would start
 	// while the workspace's usage is at or past it gets a budget block.
 	TokenBudget int64 `json:"token_budget"`
+	// ExternalInstructions puts the checkout's AGENTS.md and CLAUDE.md
+	// into the agent's system prompt (on by default).
+	ExternalInstructions bool `json:"external_instructions"`
+}
+
+// LoadedExtension is an extension (a skill of the checkout) a surface's
+// agent loaded with load_extension: from the step after the load on, its
+// instructions are part of the surface's binding, for the rest of the
+// surface's conversation.
+type LoadedExtension struct {
+	SurfaceID string `json:"surface_id"`
+	SessionID string `json:"session_id"`
+	Name      string `json:"name"`
+	// Path is the guest path of the skill's SKILL.md when it was loaded;
+	// Digest its sha256 then ("sha256:<hex>").
+	Path   string `json:"path"`
+	Digest string `json:"digest"`
+	// ExecutionID and CommandID name the load_extension call that loaded it.
+	ExecutionID string    `json:"execution_id"`
+	CommandID   string    `json:"command_id"`
+	LoadedAt    time.Time `json:"loaded_at"`
 }
 
 // SessionAgent is a session's agent configuration: its model and, for the
@@ -285,4 +306,11 @@ type AgentStore interface {
 
 	GetAgentSettings(ctx context.Context, workspaceID string) (*AgentSettings, error)
 	SetAgentSettings(ctx context.Context, workspaceID string, s *AgentSettings) error
+
+	// LoadExtension records a surface's load of an extension; it reports
+	// false, and changes nothing, when the surface already loaded one of
+	// that name.
+	LoadExtension(ctx context.Context, e *LoadedExtension) (bool, error)
+	// LoadedExtensions lists a surface's loaded extensions in load order.
+	LoadedExtensions(ctx context.Context, surfaceID string) ([]*LoadedExtension, error)
 }

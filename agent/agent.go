@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent/extensions"
 	"github.com/desk-runtime/desk/agent/provider"
 	"github.com/desk-runtime/desk/agent/provider/script"
 	"github.com/desk-runtime/desk/agent/sandbox"
@@ -216,6 +217,9 @@ type turn struct {
 	env      *tools.Env
 	ctx      context.Context // carries the agent principal
 	forced   bool            // /plan: a plan card must come first
+	// instructions are the checkout's AGENTS.md / CLAUDE.md, read once at
+	// the start of the turn (instructions.go).
+	instructions []extensions.Instruction
 
 	// Tool calls of one step run side by side, and GET …/context reads
 	// the plan of a running turn: mu guards what they share.
@@ -266,7 +270,8 @@ func (a *Agent) Execute(ctx context.Context, t *execution.Turn) (*execution.Outc
 	actx := desk.WithPrincipal(ctx, desk.Principal{WorkspaceID: x.WorkspaceID, ActorID: x.Actor, ActorKind: desk.ActorAgent})
 	actx = desk.WithOrigin(actx, desk.Origin{WorkspaceID: x.WorkspaceID, SessionID: x.ID, ExecutionID: t.Execution.ID,
 		SurfaceID: t.Execution.SurfaceID, Actor: x.Actor, Kind: desk.OriginAgent})
-	tr := &turn{a: a, t: t, x: x, w: w, settings: settings, prov: prov, spec: spec, jail: jail, view: view, ctx: actx}
+	tr := &turn{a: a, t: t, x: x, w: w, settings: settings, prov: prov, spec: spec, jail: jail, view: view, ctx: actx,
+		instructions: readInstructions(jail, w, settings)}
 	tr.env = &tools.Env{Store: a.store, Home: a.home, Workspace: w, Session: x, Execution: t.Execution, Settings: settings,
 		View: view, Jail: jail, Artifacts: a.artifacts, Paths: a.paths, Selection: a.selection, Sandbox: a.opts.Sandbox,
 		HTTP: a.opts.HTTP, Search: a.opts.Search, Emit: t.Emit, Ask: tr.ask, Propose: tr.propose}

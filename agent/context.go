@@ -6,31 +6,53 @@ import (
 	"slices"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent/extensions"
 	"github.com/desk-runtime/desk/agent/provider"
 	"github.com/desk-runtime/desk/agent/tools"
+	"github.com/desk-runtime/desk/fsjail"
 )
 
-// declarations are the tools every turn registers.
-func declarations() []provider.Tool {
+// declarations are the tools a step declares: every built-in tool but
+// the optional ones that cannot work here (tools.Declared).
+func declarations(env *tools.Env) []provider.Tool {
 	var out []provider.Tool
-	for _, t := range tools.All() {
+	for _, t := range tools.Declared(env) {
 		out = append(out, provider.Tool{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
 	}
 	return out
 }
 
-// assembled is one model request and what went into it.
-type assembled struct {
-	req   provider.Request
-	world World
+// stepInput is what a step's request is built from besides what the store
+// holds (transcript, bindings, loaded skills).
+type stepInput struct {
+	surface  string
+	plan     json.RawMessage // the pinned plan, if any
+	forced   bool            // a /plan card is still owed
+	model    string
+	window   int
+	settings *desk.AgentSettings
+	// jail is the guest file system loaded skills are read through;
+	// instructions are the external instruction files, read at the start
+	// of the turn.
+	jail         *fsjail.Jail
+	instructions []extensions.Instruction
 }
 
-// assemble builds the request of a surface's next step: the system prompt,
-// the transcript, and the world block attached to the latest user message
-// only (never stored). The world holds ids, names and counts, so its size
-// does not grow with the number of artifacts or items (S-Q).
-func (a *Agent) assemble(ctx context.Context, x *desk.Session, surface string, plan json.RawMessage, forced bool, model string, window int) (*assembled, error) {
-	ms, err := a.recentMessages(ctx, surface, window)
+// assembled is one model request and what went into it.
+type assembled struct {
+	req    provider.Request
+	world  World
+	loaded []*desk.LoadedExtension
+}
+
+// assemble builds the request of a surface's next step: the system prompt
+// (fixed parts, then the surface's binding: identity, external
+// instructions, loaded skills, plan), the transcript, and the world block
+// attached to the latest user message only (never stored). The world
+// holds ids, names and counts, so its size does not grow with the number
+// of artifacts or items (S-Q).
+func (a *Agent) assemble(ctx context.Context, x *desk.Session, in stepInput) (*assembled, error) {
+	ms, err := a.recentMessages(ctx, in.surface, in.window)
 	if err != nil {
 		return nil, err
 	}
@@ -46,14 +68,20 @@ func (a *Agent) assemble(ctx context.Context, x *desk.Session, surface string, p
 	if err != nil {
 		return nil, err
 	}
+	skills, loaded, err := a.loadedSkills(ctx, in.jail, in.surface)
+	if err != nil {
+		return nil, err
+	}
 	w := worldOf(groups, sa.Focus, n)
-	req := provider.Request{Model: model, System: SystemPrompt(plan, forced), Tools: declarations()}
+	system := SystemPrompt(Binding{Identity: tools.IdentityOf(x, in.surface), Instructions: in.instructions, Skills: skills,
+		Plan: in.plan, ForcePlan: in.forced})
+	req := provider.Request{Model: in.model, System: system, Tools: declarations(a.toolEnv(in.settings))}
 	ms, err = a.answerDangling(ctx, ms)
 	if err != nil {
 		return nil, err
 	}
 	msgs := toProvider(ms)
-	msgs = fitWindow(msgs, req.System, window)
+	msgs = fitWindow(msgs, req.System, in.window)
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == provider.RoleUser {
 			msgs[i].Content = msgs[i].Content + "\n\n" + w.Block()
@@ -61,7 +89,7 @@ func (a *Agent) assemble(ctx context.Context, x *desk.Session, surface string, p
 		}
 	}
 	req.Messages = msgs
-	return &assembled{req: req, world: w}, nil
+	return &assembled{req: req, world: w, loaded: loaded}, nil
 }
 
 // pageSize is how many messages one read of the transcript takes.
@@ -270,7 +298,8 @@ func fitWindow(msgs []provider.Message, system string, window int) []provider.Me
 // request is the turn's next model request.
 func (tr *turn) request() (provider.Request, error) {
 	plan, owed := tr.planState()
-	as, err := tr.a.assemble(tr.ctx, tr.x, tr.t.Execution.SurfaceID, plan, owed, tr.spec.Model, tr.prov.ContextWindow(tr.spec.Model))
+	as, err := tr.a.assemble(tr.ctx, tr.x, stepInput{surface: tr.t.Execution.SurfaceID, plan: plan, forced: owed, model: tr.spec.Model,
+		window: tr.prov.ContextWindow(tr.spec.Model), settings: tr.settings, jail: tr.jail, instructions: tr.instructions})
 	if err != nil {
 		return provider.Request{}, err
 	}
@@ -287,6 +316,13 @@ type ContextView struct {
 	Tools        []string `json:"tools"`
 	Messages     int      `json:"messages"`
 	Budget       Budget   `json:"budget"`
+	// ExternalInstructions are the checkout's instruction files the next
+	// turn finds (included in the system prompt or not, and why);
+	// LoadedExtensions the skills the surface loaded; AbsentTools the
+	// optional tools not declared here, with why.
+	ExternalInstructions []extensions.Instruction `json:"external_instructions"`
+	LoadedExtensions     []*desk.LoadedExtension  `json:"loaded_extensions"`
+	AbsentTools          []tools.AbsentTool       `json:"absent_tools"`
 }
 
 // Budget is a surface's context budget.
@@ -318,20 +354,46 @@ func (a *Agent) Context(ctx context.Context, x *desk.Session, surface string) (*
 			}
 		}
 	}
-	// While a turn of this surface runs here, its next step carries the
-	// turn's pinned plan (or its owed /plan card): show that too.
-	var plan json.RawMessage
-	owed := false
-	if cur, err := a.store.ActiveExecution(ctx, surface); err == nil && cur != nil {
-		if tr, ok := a.turns.Load(cur.ID); ok {
-			plan, owed = tr.(*turn).planState()
-		}
-	}
-	as, err := a.assemble(ctx, x, surface, plan, owed, spec.Model, window)
+	w, err := a.store.GetWorkspace(ctx, x.WorkspaceID)
 	if err != nil {
 		return nil, err
 	}
-	v := &ContextView{Model: model, SystemPrompt: as.req.System, World: as.world, WorldBlock: as.world.Block(), Messages: len(as.req.Messages)}
+	settings, err := a.store.GetAgentSettings(ctx, x.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	jail, err := a.guestJail(ctx, x, w)
+	if err != nil {
+		return nil, err
+	}
+	defer jail.Close()
+	in := stepInput{surface: surface, model: spec.Model, window: window, settings: settings, jail: jail}
+	// While a turn of this surface runs here, its next step carries the
+	// turn's pinned plan (or its owed /plan card) and the instructions it
+	// read when it started: show those. Otherwise the next turn reads the
+	// instructions afresh, as here.
+	running := false
+	if cur, err := a.store.ActiveExecution(ctx, surface); err == nil && cur != nil {
+		if tr, ok := a.turns.Load(cur.ID); ok {
+			in.plan, in.forced = tr.(*turn).planState()
+			in.instructions, running = tr.(*turn).instructions, true
+		}
+	}
+	if !running {
+		in.instructions = readInstructions(jail, w, settings)
+	}
+	as, err := a.assemble(ctx, x, in)
+	if err != nil {
+		return nil, err
+	}
+	v := &ContextView{Model: model, SystemPrompt: as.req.System, World: as.world, WorldBlock: as.world.Block(), Messages: len(as.req.Messages),
+		ExternalInstructions: in.instructions, LoadedExtensions: as.loaded, AbsentTools: tools.Absent(a.toolEnv(settings))}
+	if v.ExternalInstructions == nil {
+		v.ExternalInstructions = []extensions.Instruction{}
+	}
+	if v.LoadedExtensions == nil {
+		v.LoadedExtensions = []*desk.LoadedExtension{}
+	}
 	if v.Model == "" {
 		v.Model = "(none: set DESK_MODEL)"
 	}

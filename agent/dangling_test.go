@@ -11,6 +11,7 @@ import (
 	"github.com/desk-runtime/desk/agent/provider/anthropic"
 	"github.com/desk-runtime/desk/agent/provider/openai"
 	"github.com/desk-runtime/desk/agent/provider/strict"
+	"github.com/desk-runtime/desk/agent/tools"
 )
 
 // commandStore answers ListCommands from a list; nothing else of the
@@ -133,7 +134,7 @@ func TestDanglingHistoryAgainstStrictServers(t *testing.T) {
 				p = openai.New(openai.Options{BaseURL: srv.BaseURL(), APIKey: "sk-test", Name: name, MaxRetries: -1})
 			}
 			send := func(ms []*desk.Message) error {
-				_, err := p.Stream(context.Background(), provider.Request{Model: "m", Messages: toProvider(ms), Tools: declarations()[:1]}, func(provider.Event) {})
+				_, err := p.Stream(context.Background(), provider.Request{Model: "m", Messages: toProvider(ms), Tools: declarations(&tools.Env{})[:1]}, func(provider.Event) {})
 				return err
 			}
 			err := send(danglingHistory())

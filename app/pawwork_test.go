@@ -1213,7 +1213,8 @@ func TestS_R_NoTaskObjectPerMessage(t *testing.T) {
 		}
 	}
 
-	all := []string{"acquire", "artifacts", "clarify", "delete_file", "edit_file", "exec_command", "inspect", "list_files", "read_file", "request_user_input", "write_file"}
+	all := []string{"acquire", "artifacts", "clarify", "delete_file", "edit_file", "exec_command", "inspect", "list_extensions", "list_files",
+		"load_extension", "read_file", "request_user_input", "write_file"}
 	for i, c := range []agent.ContextView{ctx1, ctx2, ctx3} {
 		if !slices.Equal(c.Tools, all) {
 			t.Fatalf("tools offered before message %d = %v; want %v", i+2, c.Tools, all)
@@ -1575,15 +1576,16 @@ func TestNotDoneIf_SessionsOpenEachOthersScratch(t *testing.T) {
 
 // TestNotDoneIf_SystemPromptScenarioPatches: the system prompt does not
 // depend on what the user says — a question, a Chinese 「这页」 request, an
-// artifact request, with and without bound groups, in any session — and
-// it is exactly the composed parts the agent package builds.
+// artifact request, with and without bound groups — and it is exactly the
+// composed parts the agent package builds, plus the session's identity
+// (the only thing in it that differs from session to session).
 func TestNotDoneIf_SystemPromptScenarioPatches(t *testing.T) {
 	p := newPaw(t, app.Config{})
 	g, _ := p.group("ctx", "something")
-	want := agent.SystemPrompt(nil, false)
 	messages := []string{"What is 2+2?", "总结一下这页", "Make me a spreadsheet of Q1 revenue", "Search the web for desk runtimes"}
 	for i, m := range messages {
 		x := p.session(pawSay("ok"))
+		want := agent.SystemPrompt(agent.Binding{Identity: tools.IdentityOf(&x, x.SurfaceID)})
 		if i%2 == 1 {
 			p.bind(x, g)
 		}
@@ -1598,6 +1600,7 @@ func TestNotDoneIf_SystemPromptScenarioPatches(t *testing.T) {
 	}
 	// Readable parts: paragraphs, each saying one thing, none of them a
 	// scenario branch keyed on the message.
+	want := agent.SystemPrompt(agent.Binding{})
 	parts := strings.Split(want, "\n\n")
 	if len(parts) < 3 {
 		t.Fatalf("the prompt is not composed of parts: %q", want)

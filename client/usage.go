@@ -42,6 +42,9 @@ type AgentSettingsPatch struct {
 	BlockingInput *bool   `json:"blocking_input,omitempty"`
 	// TokenBudget sets the token budget; 0 clears it.
 	TokenBudget *int64 `json:"token_budget,omitempty"`
+	// ExternalInstructions turns AGENTS.md / CLAUDE.md in the prompt on
+	// or off.
+	ExternalInstructions *bool `json:"external_instructions,omitempty"`
 }
 
 // PatchAgentSettings changes a workspace's agent settings (admin). A

@@ -57,7 +57,7 @@ func agentRoutes() []route {
 			Body: "PlanDecision", Resp: "Plan", Status: 200, handle: (*Server).declinePlan},
 		{Method: "POST", Path: "/v1/plans/{pln}/revise", Tag: "agent", Summary: "Ask for changes to a plan card (notes required); the model proposes a new card.",
 			Body: "PlanDecision", Resp: "Plan", Status: 200, handle: (*Server).revisePlan},
-		{Method: "GET", Path: "/v1/workspaces/{ws}/agent", Tag: "agent", Summary: "The workspace's agent settings: approval mode, network for commands, blocking input, token budget.",
+		{Method: "GET", Path: "/v1/workspaces/{ws}/agent", Tag: "agent", Summary: "The workspace's agent settings: approval mode, network for commands, blocking input, token budget, external instructions.",
 			Resp: "AgentSettings", Status: 200, handle: (*Server).agentSettings},
 		{Method: "PATCH", Path: "/v1/workspaces/{ws}/agent", Tag: "agent", Summary: "Change the workspace's agent settings (admin).",
 			Body: "AgentSettingsPatch", Resp: "AgentSettings", Status: 200, handle: (*Server).patchAgentSettings},
@@ -310,6 +310,9 @@ func (s *Server) patchAgentSettings(w http.ResponseWriter, r *http.Request) erro
 		ApprovalMode  *string `json:"approval_mode"`
 		Network       *bool   `json:"network"`
 		BlockingInput *bool   `json:"blocking_input"`
+		// ExternalInstructions turns the checkout's AGENTS.md / CLAUDE.md
+		// in the system prompt on or off.
+		ExternalInstructions *bool `json:"external_instructions"`
 		// TokenBudget is raw so null (clear) differs from absent.
 		TokenBudget json.RawMessage `json:"token_budget"`
 		ignoredOrigin
@@ -336,6 +339,9 @@ func (s *Server) patchAgentSettings(w http.ResponseWriter, r *http.Request) erro
 	}
 	if in.BlockingInput != nil {
 		st.BlockingInput = *in.BlockingInput
+	}
+	if in.ExternalInstructions != nil {
+		st.ExternalInstructions = *in.ExternalInstructions
 	}
 	budget := st.TokenBudget
 	if len(in.TokenBudget) > 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -98,6 +99,7 @@ func (t execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, er
 	spill := &spillWriter{dir: env.Home.Abs(env.Session.WorkspaceID, layout.ScratchRel(env.Execution.ID))}
 	defer spill.close()
 	vars, hostDirs := guestVars(mounts, direct)
+	maps.Copy(vars, identityVars(env)) // DESK_SESSION_ID, DESK_SIGNATURE, DESK_WORKSPACE_ID (identity.go)
 	res, err := runner.Run(ctx, sandbox.Spec{Mounts: mounts, Cwd: cwd, Command: a.Command, Network: env.Settings != nil && env.Settings.Network,
 		Env: vars, Timeout: timeout, MaxOutput: execKeep}, func(stream string, chunk []byte) {
 		spill.write(stream, chunk)

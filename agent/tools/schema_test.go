@@ -21,6 +21,8 @@ var examples = map[string][]string{
 	"exec_command":       {`{"command":"ls","cwd":"/scratch","timeout_seconds":1800}`},
 	"inspect":            {`{"view":"group","group_id":"grp_1","offset":5,"limit":100}`},
 	"list_files":         {`{}`, `{"path":"/artifacts"}`},
+	"list_extensions":    {`{}`},
+	"load_extension":     {`{"name":"pdf-tools"}`},
 	"read_file":          {`{"path":"/artifacts/a.md","offset":2,"limit":10}`},
 	"request_user_input": {`{"questions":[{"id":"color","question":"Which?","options":[{"label":"red","recommended":true},{"label":"blue"}]}]}`},
 	"write_file":         {`{"path":"/artifacts/a.md","content":"x"}`},
@@ -30,7 +32,7 @@ var examples = map[string][]string{
 var required = map[string][]string{
 	"acquire": {"action"}, "artifacts": {"action"}, "clarify": nil, "delete_file": {"path"},
 	"edit_file": {"new_text", "old_text", "path"}, "exec_command": {"command"}, "inspect": {"view"},
-	"list_files": nil, "read_file": {"path"}, "request_user_input": {"questions"}, "write_file": {"content", "path"},
+	"list_files": nil, "list_extensions": nil, "load_extension": {"name"}, "read_file": {"path"}, "request_user_input": {"questions"}, "write_file": {"content", "path"},
 }
 
 // roundTrip decodes raw with the tool's own decode and re-encodes the
@@ -58,6 +60,10 @@ func roundTrip(t *testing.T, tool Tool, raw string) (json.RawMessage, *Result) {
 	case inspect:
 		out, bad, err = reencode(x.args, raw)
 	case listFiles:
+		out, bad, err = reencode(x.args, raw)
+	case listExtensions:
+		out, bad, err = reencode(x.args, raw)
+	case loadExtension:
 		out, bad, err = reencode(x.args, raw)
 	case readFile:
 		out, bad, err = reencode(x.args, raw)

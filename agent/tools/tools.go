@@ -1,7 +1,9 @@
 // Package tools owns the agent's built-in tools: inspect, acquire,
 // read_file, write_file, edit_file, list_files, delete_file,
-// exec_command, artifacts, request_user_input and clarify. Every tool is
-// registered on every turn (the model decides; PawWork S-R), takes JSON
+// exec_command, artifacts, request_user_input, clarify, list_extensions
+// and load_extension. Every tool is registered on every turn (the model
+// decides; PawWork S-R) unless it is Optional and cannot work there
+// (extensions.go), takes JSON
 // arguments and returns a JSON result. A mistake the model can fix comes
 // back as a result with a code (ENOENT, BAD_INPUT, FS_DENIED,
 // NOT_CONFIGURED, …); a failure of the machine is a Go error.
@@ -139,7 +141,7 @@ type Tool interface {
 // model sees is stable from turn to turn.
 func All() []Tool {
 	ts := []Tool{inspect{}, acquire{}, readFile{}, writeFile{}, editFile{}, listFiles{}, deleteFile{},
-		execCommand{}, artifactsTool{}, requestUserInput{}, clarify{}}
+		execCommand{}, artifactsTool{}, requestUserInput{}, clarify{}, listExtensions{}, loadExtension{}}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name() < ts[j].Name() })
 	return ts
 }

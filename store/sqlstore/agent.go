@@ -515,8 +515,8 @@ func (s *DB) EndTitleJob(ctx context.Context, sessionID string) error {
 
 func (s *DB) GetAgentSettings(ctx context.Context, workspaceID string) (*desk.AgentSettings, error) {
 	var a desk.AgentSettings
-	err := s.queryRow(ctx, s.db, `SELECT approval_mode, network, blocking_input, token_budget FROM workspaces WHERE id = ?`, workspaceID).
-		Scan(&a.ApprovalMode, &a.Network, &a.BlockingInput, &a.TokenBudget)
+	err := s.queryRow(ctx, s.db, `SELECT approval_mode, network, blocking_input, token_budget, external_instructions FROM workspaces WHERE id = ?`, workspaceID).
+		Scan(&a.ApprovalMode, &a.Network, &a.BlockingInput, &a.TokenBudget, &a.ExternalInstructions)
 	if err != nil {
 		return nil, notFound(err, "workspace", workspaceID)
 	}
@@ -535,8 +535,8 @@ func (s *DB) SetAgentSettings(ctx context.Context, workspaceID string, a *desk.A
 		if err := s.queryRow(ctx, tx, `SELECT token_budget FROM workspaces WHERE id = ?`+s.d.ForUpdate, workspaceID).Scan(&old); err != nil {
 			return notFound(err, "workspace", workspaceID)
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE workspaces SET approval_mode = ?, network = ?, blocking_input = ?, token_budget = ? WHERE id = ?`,
-			a.ApprovalMode, a.Network, a.BlockingInput, a.TokenBudget, workspaceID); err != nil {
+		if _, err := s.exec(ctx, tx, `UPDATE workspaces SET approval_mode = ?, network = ?, blocking_input = ?, token_budget = ?, external_instructions = ? WHERE id = ?`,
+			a.ApprovalMode, a.Network, a.BlockingInput, a.TokenBudget, a.ExternalInstructions, workspaceID); err != nil {
 			return err
 		}
 		if old == a.TokenBudget {
@@ -549,4 +549,43 @@ func (s *DB) SetAgentSettings(ctx context.Context, workspaceID string, a *desk.A
 		}
 		return s.emit(ctx, tx, now, evs...)
 	})
+}
+
+// ---- loaded extensions ----
+
+const loadedExtensionCols = `surface_id, name, session_id, path, digest, execution_id, command_id, loaded_at`
+
+// LoadExtension inserts the surface's load of an extension, once per name.
+func (s *DB) LoadExtension(ctx context.Context, e *desk.LoadedExtension) (bool, error) {
+	if e.SurfaceID == "" || e.Name == "" {
+		return false, desk.Errorf(desk.EINVALID, "a loaded extension needs a surface and a name")
+	}
+	res, err := s.exec(ctx, s.db, `INSERT INTO loaded_extensions (`+loadedExtensionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (surface_id, name) DO NOTHING`,
+		e.SurfaceID, e.Name, e.SessionID, e.Path, e.Digest, e.ExecutionID, e.CommandID, micros(e.LoadedAt))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// LoadedExtensions lists a surface's loads, oldest first.
+func (s *DB) LoadedExtensions(ctx context.Context, surfaceID string) ([]*desk.LoadedExtension, error) {
+	rows, err := s.query(ctx, s.db, `SELECT `+loadedExtensionCols+` FROM loaded_extensions WHERE surface_id = ? ORDER BY loaded_at, name`, surfaceID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*desk.LoadedExtension
+	for rows.Next() {
+		var e desk.LoadedExtension
+		var at int64
+		if err := rows.Scan(&e.SurfaceID, &e.Name, &e.SessionID, &e.Path, &e.Digest, &e.ExecutionID, &e.CommandID, &at); err != nil {
+			return nil, err
+		}
+		e.LoadedAt = fromMicros(at)
+		out = append(out, &e)
+	}
+	return out, rows.Err()
 }

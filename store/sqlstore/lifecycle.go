@@ -285,6 +285,7 @@ var purgeStatements = []string{
 	`DELETE FROM input_requests WHERE session_id IN (SELECT id FROM sessions WHERE workspace_id = ?)`,
 	`DELETE FROM plans WHERE session_id IN (SELECT id FROM sessions WHERE workspace_id = ?)`,
 	`DELETE FROM title_jobs WHERE session_id IN (SELECT id FROM sessions WHERE workspace_id = ?)`,
+	`DELETE FROM loaded_extensions WHERE session_id IN (SELECT id FROM sessions WHERE workspace_id = ?)`,
 	`DELETE FROM item_leases WHERE execution_id IN (SELECT id FROM executions WHERE workspace_id = ?)`,
 	`DELETE FROM queue_items WHERE workspace_id = ?`,
 	`DELETE FROM blocks WHERE session_id IN (SELECT id FROM sessions WHERE workspace_id = ?)`,

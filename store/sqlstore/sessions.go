@@ -155,6 +155,7 @@ func (s *DB) PurgeSession(ctx context.Context, id string) error {
 			`DELETE FROM input_requests WHERE session_id = ?`,
 			`DELETE FROM plans WHERE session_id = ?`,
 			`DELETE FROM title_jobs WHERE session_id = ?`,
+			`DELETE FROM loaded_extensions WHERE session_id = ?`,
 			`DELETE FROM item_leases WHERE execution_id IN (SELECT id FROM executions WHERE session_id = ?)`,
 			`DELETE FROM executions WHERE session_id = ?`,
 			`DELETE FROM blocks WHERE session_id = ?`,

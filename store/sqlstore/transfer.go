@@ -66,6 +66,7 @@ var transferTables = []transferTable{
 	{Name: "approvals", Where: "LIVE", OrderBy: "id", Export: true},
 	{Name: "input_requests", Where: "LIVE", OrderBy: "id", Export: true},
 	{Name: "plans", Where: "LIVE", OrderBy: "id", Export: true},
+	{Name: "loaded_extensions", Where: "LIVE", OrderBy: "surface_id, name", Export: true},
 	// Model usage is accounting that goes with the workspace, so a budget
 	// means the same after a move; it is kept for deleted sessions too.
 	{Name: "model_usage", Where: "workspace_id = ?", OrderBy: "id", Export: true},

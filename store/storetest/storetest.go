@@ -41,6 +41,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Budget", func(t *testing.T) { testBudget(t, open(t)) })
 	t.Run("Waits", func(t *testing.T) { testWaits(t, open(t)) })
 	t.Run("Close", func(t *testing.T) { testClose(t, open(t)) })
+	t.Run("Extensions", func(t *testing.T) { testExtensions(t, open(t)) })
 }
 
 var ctx = context.Background()
