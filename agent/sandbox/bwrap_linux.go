@@ -125,6 +125,17 @@ func (b *bubblewrap) Run(ctx context.Context, s Spec, onOutput OutputFunc) (*Res
 	if err := b.init(); err != nil {
 		return nil, err
 	}
+	cg, err := newCgroup(p.limits)
+	if err != nil {
+		return nil, err
+	}
+	if cg != nil {
+		p.cgroup = cg
+		defer cg.remove()
+		done := make(chan struct{})
+		defer close(done)
+		go cg.watch(p.stop, done)
+	}
 	o, err := execute(ctx, p, onOutput, b.grace, func(p *plan, out, errw *os.File) (*process, error) {
 		return b.launch(p, out, errw, b.userns)
 	})
@@ -133,6 +144,15 @@ func (b *bubblewrap) Run(ctx context.Context, s Spec, onOutput OutputFunc) (*Res
 	}
 	if !o.started && !o.res.TimedOut && !o.res.Interrupted {
 		return nil, b.denied(p, o)
+	}
+	if o.res.Limit == "" && cg != nil {
+		// The OOM killer may have ended the command before the watch
+		// looked.
+		o.res.Limit = cg.hit()
+	}
+	o.res.Denial = classify(p, o.res)
+	if err := stripSetid(p.mounts); err != nil {
+		return nil, err
 	}
 	return o.res, nil
 }
@@ -165,7 +185,16 @@ const (
 // whatever bwrap's exit status and however the command's own output looks.
 // (bwrap's --info-fd and --json-status-fd report the child pid before the
 // mounts are set up, so they cannot tell the two apart.)
+//
+// The per-process limits (rlimitScript) are set before the byte is
+// written: a limit that cannot be set fails the sandbox, not the command.
 const startWrapper = `printf x >&3 || exit 126; exec 3>&-; exec /bin/sh -c "$1"`
+
+// sandboxUID is the uid and gid a command has inside its user namespace:
+// not root, so tools behave as for an ordinary user. The namespace maps it
+// to desk's own uid outside, so the files it writes in /workspace and
+// /artifacts belong to desk.
+const sandboxUID = 1000
 
 const sandboxHostname = "sandbox"
 
@@ -192,7 +221,11 @@ func (b *bubblewrap) launch(p *plan, stdout, stderr *os.File, userns bool) (*pro
 		closeAll()
 		return nil, fmt.Errorf("sandbox: pipe: %w", err)
 	}
-	passwd, group := identityFiles(getenv(p.env, "HOME"))
+	uid, gid := os.Getuid(), os.Getgid()
+	if userns {
+		uid, gid = sandboxUID, sandboxUID
+	}
+	passwd, group := identityFiles(getenv(p.env, "HOME"), uid, gid)
 	extra := []*os.File{startedW, infoW}
 	for _, data := range []string{passwd, group, hostsFile, nsswitchFile} {
 		r, w, err := pipe()
@@ -210,6 +243,11 @@ func (b *bubblewrap) launch(p *plan, stdout, stderr *os.File, userns bool) (*pro
 	}
 
 	cmd := exec.Command(b.path, bwrapArgs(p, userns, b.extraArgs)...)
+	if p.cgroup != nil && len(p.cgroup.procs) > 0 {
+		args := append([]string{"-c", joinScript, "desk-cgroup"}, p.cgroup.procs...)
+		args = append(append(args, "--", b.path), bwrapArgs(p, userns, b.extraArgs)...)
+		cmd = exec.Command("/bin/sh", args...)
+	}
 	cmd.Env = p.env // bwrap passes its environment to the command unchanged
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
@@ -413,18 +451,20 @@ func pidNamespace(pid int) (uint64, bool) {
 func bwrapArgs(p *plan, userns bool, extra []string) []string {
 	a := []string{"--die-with-parent", "--new-session", "--unshare-all"}
 	if userns {
-		a = append(a, "--unshare-user", "--disable-userns")
+		a = append(a, "--unshare-user", "--disable-userns", "--uid", strconv.Itoa(sandboxUID), "--gid", strconv.Itoa(sandboxUID))
 	}
 	if p.network {
 		a = append(a, "--share-net")
 	}
 	a = append(a, "--cap-drop", "ALL", "--hostname", sandboxHostname, "--info-fd", strconv.Itoa(fdInfo))
 	a = append(a, systemArgs()...)
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--size", strconv.FormatInt(p.limits.TmpBytes, 10), "--tmpfs", "/tmp")
 	a = append(a, etcArgs(p.network)...)
 	a = append(a, extra...)
 	a = append(a, mountArgs(p.mounts)...)
-	a = append(a, "--remount-ro", "/", "--chdir", p.cwd, "--", "/bin/sh", "-c", startWrapper, "desk-sandbox", p.command)
+	nproc := p.cgroup == nil || p.cgroup.pids == ""
+	mem := p.cgroup == nil || !p.cgroup.memoryBound
+	a = append(a, "--remount-ro", "/", "--chdir", p.cwd, "--", "/bin/sh", "-c", rlimitScript(p.limits, nproc, mem)+startWrapper, "desk-sandbox", p.command)
 	return a
 }
 
@@ -472,9 +512,9 @@ const hostsFile = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopba
 const nsswitchFile = "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n"
 
 // identityFiles are the sandbox's /etc/passwd and /etc/group: the
-// command's own user (bwrap keeps desk's uid and gid), and nobody.
-func identityFiles(home string) (passwd, group string) {
-	uid, gid := os.Getuid(), os.Getgid()
+// command's own user (sandboxUID in a user namespace, else desk's uid and
+// gid), and nobody.
+func identityFiles(home string, uid, gid int) (passwd, group string) {
 	user, grp := "agent", "agent"
 	if uid == 0 {
 		user = "root"

@@ -27,3 +27,8 @@ func (unsupported) Run(ctx context.Context, s Spec, onOutput OutputFunc) (*Resul
 	}
 	return nil, &Denied{Reason: "the command sandbox (bubblewrap) exists on Linux only"}
 }
+
+// cgroup exists on Linux only.
+type cgroup struct{}
+
+func cgroupBoundsMemory(*cgroup) bool { return false }

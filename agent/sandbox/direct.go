@@ -44,6 +44,9 @@ func (d *direct) Run(ctx context.Context, s Spec, onOutput OutputFunc) (*Result,
 	if err != nil {
 		return nil, err
 	}
+	if o.res.Limit != "" { // the output limit holds without a sandbox too
+		o.res.Denial = classify(p, o.res)
+	}
 	return o.res, nil
 }
 

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -76,11 +77,32 @@ func trimIncompleteRune(b []byte) []byte {
 	return b
 }
 
+// outputBudget is what is left of the output limit, shared by both
+// streams. Bytes past it are counted (in the captures) but not handed on,
+// and the command is stopped.
+type outputBudget struct {
+	mu   sync.Mutex
+	left int64
+	stop *stopper
+}
+
+// take reserves up to n bytes and returns how many may be handed on.
+func (b *outputBudget) take(n int) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := int(min(int64(n), b.left))
+	b.left -= int64(k)
+	if k < n {
+		b.stop.stop(LimitOutput)
+	}
+	return k
+}
+
 // pump reads one stream until EOF or until r is closed, keeping it in c
-// and handing each chunk to onOutput. Chunks are delivered only once gate
+// and handing each chunk to onOutput while the output limit lasts. Chunks are delivered only once gate
 // says the command has started (bytes before that are the sandbox's own
 // messages); when gate says it never started they are dropped.
-func pump(r *os.File, stream string, c *capture, gate *startGate, onOutput OutputFunc) {
+func pump(r *os.File, stream string, c *capture, gate *startGate, budget *outputBudget, onOutput OutputFunc) {
 	buf := make([]byte, 4096)
 	decided := false
 	for {
@@ -97,9 +119,9 @@ func pump(r *os.File, stream string, c *capture, gate *startGate, onOutput Outpu
 				}
 			}
 			c.write(buf[:n])
-			if onOutput != nil {
-				chunk := make([]byte, n)
-				copy(chunk, buf[:n])
+			if k := budget.take(n); k > 0 && onOutput != nil {
+				chunk := make([]byte, k)
+				copy(chunk, buf[:k])
 				onOutput(stream, chunk)
 			}
 		}

@@ -148,22 +148,28 @@ func execute(ctx context.Context, p *plan, onOutput OutputFunc, grace time.Durat
 	begin := time.Now()
 
 	stdout, stderr := newCapture(p.maxOutput), newCapture(p.maxOutput)
+	budget := &outputBudget{left: p.limits.OutputBytes, stop: p.stop}
 	var pumps sync.WaitGroup
 	pumps.Add(2)
-	go func() { defer pumps.Done(); pump(outR, StreamStdout, stdout, proc.gate, onOutput) }()
-	go func() { defer pumps.Done(); pump(errR, StreamStderr, stderr, proc.gate, onOutput) }()
+	go func() { defer pumps.Done(); pump(outR, StreamStdout, stdout, proc.gate, budget, onOutput) }()
+	go func() { defer pumps.Done(); pump(errR, StreamStderr, stderr, proc.gate, budget, onOutput) }()
 
 	timer := time.NewTimer(p.timeout)
 	defer timer.Stop()
 	var graceC <-chan time.Time
 	var timedOut, interrupted bool
 	ctxDone := ctx.Done()
+	stopC := p.stop.C
 	var ex exit
 wait:
 	for {
 		select {
 		case ex = <-exited:
 			break wait
+		case <-stopC:
+			// A limit was reached: no grace, the tree is killed now.
+			stopC = nil
+			proc.kill()
 		case <-timer.C:
 			if !interrupted {
 				timedOut = true
@@ -215,6 +221,7 @@ wait:
 		Interrupted: interrupted,
 		StdoutBytes: stdout.total,
 		StderrBytes: stderr.total,
+		Limit:       p.stop.hit(),
 	}
 	res.Stdout, res.StdoutTruncated = stdout.result()
 	res.Stderr, res.StderrTruncated = stderr.result()

@@ -104,8 +104,13 @@ type Spec struct {
 	Timeout time.Duration
 	// MaxOutput is the number of bytes kept per stream; beyond it the first
 	// and last halves are kept and the stream is marked truncated. Zero
-	// means DefaultMaxOutput. The OutputFunc still sees every byte.
+	// means DefaultMaxOutput. The OutputFunc sees every byte up to
+	// Limits.OutputBytes.
 	MaxOutput int
+	// Limits bound the command's processes, memory, CPU time, /tmp and
+	// output; zero fields take DefaultLimits. Direct enforces only the
+	// output limit.
+	Limits Limits
 }
 
 // Result is how a command ended. A command that ran and failed is a Result
@@ -125,6 +130,14 @@ type Result struct {
 	Duration                 time.Duration
 	TimedOut                 bool // the Spec's timeout ran out and desk killed the command
 	Interrupted              bool // the caller's context ended and desk killed the command
+	// Limit names the limit of Spec.Limits that stopped the command
+	// (LimitProcesses, LimitMemory, LimitOutput) when desk observed it
+	// directly; Denial interprets the rest.
+	Limit string
+	// Denial is set when the command's failure is the sandbox's doing: a
+	// limit reached, or a write outside the write boundary (see
+	// classify). Nil for a command that failed on its own.
+	Denial *Denial
 }
 
 // OutputFunc receives output as the command writes it, in small chunks that
@@ -227,6 +240,9 @@ type plan struct {
 	network   bool
 	timeout   time.Duration
 	maxOutput int
+	limits    Limits
+	stop      *stopper
+	cgroup    *cgroup // bubblewrap's, when desk can make one
 }
 
 // Guest paths a mount may not take: the sandbox provides them.
@@ -254,6 +270,11 @@ func prepare(s Spec, direct bool) (*plan, error) {
 	if p.maxOutput == 0 {
 		p.maxOutput = DefaultMaxOutput
 	}
+	lim, err := s.Limits.withDefaults()
+	if err != nil {
+		return nil, desk.Errorf(desk.EINVALID, "%s", err)
+	}
+	p.limits, p.stop = lim, newStopper()
 	if len(s.Mounts) == 0 {
 		return nil, desk.Errorf(desk.EINVALID, "the command has no mounts")
 	}
