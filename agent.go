@@ -217,6 +217,42 @@ type AgentSettings struct {
 	// ExternalInstructions puts the checkout's AGENTS.md and CLAUDE.md
 	// into the agent's system prompt (on by default).
 	ExternalInstructions bool `json:"external_instructions"`
+	// Sandbox bounds each command the agent runs; zero fields take the
+	// defaults (docs/agent.md, "Sandbox limits").
+	Sandbox SandboxLimits `json:"sandbox"`
+}
+
+// SandboxLimits bound one command of an agent (agent/sandbox.Limits has
+// the same fields and enforces them). Zero means the default.
+type SandboxLimits struct {
+	Processes   int   `json:"processes"`
+	MemoryBytes int64 `json:"memory_bytes"`
+	CPUSeconds  int   `json:"cpu_seconds"`
+	TmpBytes    int64 `json:"tmp_bytes"`
+	OutputBytes int64 `json:"output_bytes"`
+}
+
+// CheckSandboxLimits refuses a limit that is negative or, unless it is 0
+// (the default), below the least a command can do useful work with: 8
+// processes, 16 MiB of memory, 1 s of CPU, 1 MiB of /tmp, 64 KiB of
+// output. PATCH /v1/workspaces/{ws}/agent and an import check with it.
+func CheckSandboxLimits(l SandboxLimits) error {
+	for _, f := range []struct {
+		name     string
+		v, least int64
+		unit     string
+	}{
+		{"processes", int64(l.Processes), 8, "processes"},
+		{"memory_bytes", l.MemoryBytes, 16 << 20, "bytes"},
+		{"cpu_seconds", int64(l.CPUSeconds), 1, "seconds"},
+		{"tmp_bytes", l.TmpBytes, 1 << 20, "bytes"},
+		{"output_bytes", l.OutputBytes, 64 << 10, "bytes"},
+	} {
+		if f.v < 0 || (f.v != 0 && f.v < f.least) {
+			return Errorf(EINVALID, "sandbox.%s %d is below the minimum %d %s (0 restores the default)", f.name, f.v, f.least, f.unit)
+		}
+	}
+	return nil
 }
 
 // LoadedExtension is an extension (a skill of the checkout) a surface's

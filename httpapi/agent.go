@@ -315,6 +315,13 @@ func (s *Server) patchAgentSettings(w http.ResponseWriter, r *http.Request) erro
 		ExternalInstructions *bool `json:"external_instructions"`
 		// TokenBudget is raw so null (clear) differs from absent.
 		TokenBudget json.RawMessage `json:"token_budget"`
+		Sandbox       *struct {
+			Processes   *int   `json:"processes"`
+			MemoryBytes *int64 `json:"memory_bytes"`
+			CPUSeconds  *int   `json:"cpu_seconds"`
+			TmpBytes    *int64 `json:"tmp_bytes"`
+			OutputBytes *int64 `json:"output_bytes"`
+		} `json:"sandbox"`
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
@@ -351,6 +358,27 @@ func (s *Server) patchAgentSettings(w http.ResponseWriter, r *http.Request) erro
 	}
 	changed := budget != st.TokenBudget
 	st.TokenBudget = budget
+	if l := in.Sandbox; l != nil {
+		// An absent field keeps its value; 0 restores the default.
+		if l.Processes != nil {
+			st.Sandbox.Processes = *l.Processes
+		}
+		if l.MemoryBytes != nil {
+			st.Sandbox.MemoryBytes = *l.MemoryBytes
+		}
+		if l.CPUSeconds != nil {
+			st.Sandbox.CPUSeconds = *l.CPUSeconds
+		}
+		if l.TmpBytes != nil {
+			st.Sandbox.TmpBytes = *l.TmpBytes
+		}
+		if l.OutputBytes != nil {
+			st.Sandbox.OutputBytes = *l.OutputBytes
+		}
+		if err := desk.CheckSandboxLimits(st.Sandbox); err != nil {
+			return err
+		}
+	}
 	if err := s.AgentStore.SetAgentSettings(r.Context(), ws, st); err != nil {
 		return err
 	}

@@ -52,6 +52,10 @@ const (
 	LimitOutput    = "output"
 )
 
+// WithDefaults returns l with its zero fields filled from DefaultLimits,
+// or an error when a field is negative.
+func WithDefaults(l Limits) (Limits, error) { return l.withDefaults() }
+
 // withDefaults fills zero fields and refuses negative ones.
 func (l Limits) withDefaults() (Limits, error) {
 	if l.Processes < 0 || l.MemoryBytes < 0 || l.CPUSeconds < 0 || l.TmpBytes < 0 || l.OutputBytes < 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -27,10 +28,20 @@ const (
 	// bounds timeout_seconds to 1..1800 (30 minutes).
 	execDefaultTimeout = 2 * time.Minute
 	// execKeep is the output kept in the command record and shown to the
-	// model; a command that writes more gets its whole output kept as an
-	// artifact.
+	// model, per stream; a command that writes more gets its output kept
+	// as an artifact, up to the sandbox's output limit (Limits.OutputBytes,
+	// at which the command is stopped; the rest is counted and dropped).
 	execKeep = 64 << 10
 )
+
+// limits are the sandbox bounds of a command in the workspace: its agent
+// settings, each zero field the sandbox's default.
+func limits(env *Env) sandbox.Limits {
+	if env.Settings == nil {
+		return sandbox.Limits{}
+	}
+	return sandbox.Limits(env.Settings.Sandbox)
+}
 
 type execCommandArgs struct {
 	Command        string `json:"command" jsonschema_description:"the shell command line, run with sh -c"`
@@ -101,7 +112,7 @@ func (t execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, er
 	vars, hostDirs := guestVars(mounts, direct)
 	maps.Copy(vars, identityVars(env)) // DESK_SESSION_ID, DESK_SIGNATURE, DESK_WORKSPACE_ID (identity.go)
 	res, err := runner.Run(ctx, sandbox.Spec{Mounts: mounts, Cwd: cwd, Command: a.Command, Network: env.Settings != nil && env.Settings.Network,
-		Env: vars, Timeout: timeout, MaxOutput: execKeep}, func(stream string, chunk []byte) {
+		Env: vars, Timeout: timeout, MaxOutput: execKeep, Limits: limits(env)}, func(stream string, chunk []byte) {
 		spill.write(stream, chunk)
 		if call.Output != nil {
 			call.Output(stream, chunk)
@@ -110,7 +121,9 @@ func (t execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, er
 	var denied *sandbox.Denied
 	if errors.As(err, &denied) {
 		// Reported as a denial; never retried without the sandbox.
-		return Fail(CodeSandboxDenied, "the sandbox refused to run the command: %s", denied.Reason), nil
+		r := Fail(CodeSandboxDenied, "the sandbox refused to run the command: %s", denied.Reason)
+		r.Facts = map[string]any{"command": a.Command, "cwd": cwd, "sandbox_denied": true, "reason": denied.Reason}
+		return r, nil
 	}
 	if err != nil {
 		if desk.ErrorCode(err) == desk.EINVALID || desk.ErrorCode(err) == desk.EFORBIDDEN {
@@ -132,13 +145,34 @@ func (t execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, er
 		v["host_dirs"] = hostDirs
 		v["note"] = "full-access: this command ran on the host without a sandbox; the guest directories are at the host paths in host_dirs ($DESK_ARTIFACTS, $DESK_SCRATCH, $DESK_WORKSPACE)"
 	}
+	lim, _ := sandbox.WithDefaults(limits(env))
+	if total := res.StdoutBytes + res.StderrBytes; total > lim.OutputBytes {
+		dropped := total - lim.OutputBytes
+		facts["output_dropped_bytes"] = dropped
+		v["note"] = fmt.Sprintf("the command wrote %d bytes; the first %d were kept (see full_output), %d were counted and dropped", total, lim.OutputBytes, dropped)
+	}
 	out := &Result{Value: v, Facts: facts, Output: joinOutput(res.Stdout, res.Stderr)}
+	if d := res.Denial; d != nil {
+		// The sandbox's doing, not the command's: a failed command with
+		// the limit or path named; never retried without the sandbox.
+		facts["sandbox_denied"] = true
+		facts["reason"] = d.Reason
+		if d.Limit != "" {
+			facts["limit"] = d.Limit
+		}
+		if d.Path != "" {
+			facts["path"] = d.Path
+		}
+		v["sandbox_denied"] = true
+		v["error"] = map[string]string{"code": CodeSandboxDenied, "message": d.Reason}
+		out.Code, out.Message = CodeSandboxDenied, d.Reason
+	}
 	// Files the command left in /artifacts become artifacts of the session.
 	made, err := indexNew(ctx, env, before)
 	if err != nil {
 		return nil, err
 	}
-	// Big outputs are kept whole as an artifact.
+	// Big outputs are kept as an artifact, up to the output limit.
 	if res.StdoutTruncated || res.StderrTruncated {
 		if art, err := spill.keep(ctx, env, call.CommandID); err == nil && art != nil {
 			made = append(made, art.ID)

@@ -515,10 +515,14 @@ func (s *DB) EndTitleJob(ctx context.Context, sessionID string) error {
 
 func (s *DB) GetAgentSettings(ctx context.Context, workspaceID string) (*desk.AgentSettings, error) {
 	var a desk.AgentSettings
-	err := s.queryRow(ctx, s.db, `SELECT approval_mode, network, blocking_input, token_budget, external_instructions FROM workspaces WHERE id = ?`, workspaceID).
-		Scan(&a.ApprovalMode, &a.Network, &a.BlockingInput, &a.TokenBudget, &a.ExternalInstructions)
+	var limits string
+	err := s.queryRow(ctx, s.db, `SELECT approval_mode, network, blocking_input, token_budget, external_instructions, sandbox_limits FROM workspaces WHERE id = ?`, workspaceID).
+		Scan(&a.ApprovalMode, &a.Network, &a.BlockingInput, &a.TokenBudget, &a.ExternalInstructions, &limits)
 	if err != nil {
 		return nil, notFound(err, "workspace", workspaceID)
+	}
+	if err := json.Unmarshal([]byte(limits), &a.Sandbox); err != nil {
+		return nil, fmt.Errorf("workspace %s: sandbox_limits: %w", workspaceID, err)
 	}
 	return &a, nil
 }
@@ -530,13 +534,17 @@ func (s *DB) SetAgentSettings(ctx context.Context, workspaceID string, a *desk.A
 	if a.TokenBudget < 0 {
 		return desk.Errorf(desk.EINVALID, "token_budget %d must not be negative (0 means no budget)", a.TokenBudget)
 	}
+	limits, err := json.Marshal(a.Sandbox)
+	if err != nil {
+		return err
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		var old int64
 		if err := s.queryRow(ctx, tx, `SELECT token_budget FROM workspaces WHERE id = ?`+s.d.ForUpdate, workspaceID).Scan(&old); err != nil {
 			return notFound(err, "workspace", workspaceID)
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE workspaces SET approval_mode = ?, network = ?, blocking_input = ?, token_budget = ?, external_instructions = ? WHERE id = ?`,
-			a.ApprovalMode, a.Network, a.BlockingInput, a.TokenBudget, a.ExternalInstructions, workspaceID); err != nil {
+		if _, err := s.exec(ctx, tx, `UPDATE workspaces SET approval_mode = ?, network = ?, blocking_input = ?, token_budget = ?, external_instructions = ?, sandbox_limits = ? WHERE id = ?`,
+			a.ApprovalMode, a.Network, a.BlockingInput, a.TokenBudget, a.ExternalInstructions, string(limits), workspaceID); err != nil {
 			return err
 		}
 		if old == a.TokenBudget {
