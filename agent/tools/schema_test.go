@@ -18,6 +18,7 @@ var examples = map[string][]string{
 	"clarify":            {`{"plan":{"title":"Ship","steps":["build","test"],"notes":"risky"}}`, `{"questions":[{"question":"Name?","default":"desk"}]}`},
 	"delete_file":        {`{"path":"/scratch/x"}`},
 	"edit_file":          {`{"path":"/artifacts/a.md","old_text":"a","new_text":"","replace_all":true}`},
+	"apply_patch":        {`{"patch":"*** Begin Patch\n*** Add File: /scratch/a.txt\n+a\n*** End Patch"}`},
 	"exec_command":       {`{"command":"ls","cwd":"/scratch","timeout_seconds":1800}`},
 	"inspect":            {`{"view":"group","group_id":"grp_1","offset":5,"limit":100}`},
 	"list_files":         {`{}`, `{"path":"/artifacts"}`},
@@ -31,7 +32,7 @@ var examples = map[string][]string{
 // required are the top-level required fields of every tool.
 var required = map[string][]string{
 	"acquire": {"action"}, "artifacts": {"action"}, "clarify": nil, "delete_file": {"path"},
-	"edit_file": {"new_text", "old_text", "path"}, "exec_command": {"command"}, "inspect": {"view"},
+	"apply_patch": {"patch"}, "edit_file": {"new_text", "old_text", "path"}, "exec_command": {"command"}, "inspect": {"view"},
 	"list_files": nil, "list_extensions": nil, "load_extension": {"name"}, "read_file": {"path"}, "request_user_input": {"questions"}, "write_file": {"content", "path"},
 }
 
@@ -70,6 +71,8 @@ func roundTrip(t *testing.T, tool Tool, raw string) (json.RawMessage, *Result) {
 	case requestUserInput:
 		out, bad, err = reencode(x.args, raw)
 	case writeFile:
+		out, bad, err = reencode(x.args, raw)
+	case applyPatch:
 		out, bad, err = reencode(x.args, raw)
 	default:
 		t.Fatalf("tool %s: no round trip in this test; add it", tool.Name())

@@ -1,5 +1,5 @@
 // Package tools owns the agent's built-in tools: inspect, acquire,
-// read_file, write_file, edit_file, list_files, delete_file,
+// read_file, write_file, edit_file, apply_patch, list_files, delete_file,
 // exec_command, artifacts, request_user_input, clarify, list_extensions
 // and load_extension. Every tool is registered on every turn (the model
 // decides; PawWork S-R) unless it is Optional and cannot work there
@@ -140,7 +140,7 @@ type Tool interface {
 // All returns every built-in tool, sorted by name, so the declaration the
 // model sees is stable from turn to turn.
 func All() []Tool {
-	ts := []Tool{inspect{}, acquire{}, readFile{}, writeFile{}, editFile{}, listFiles{}, deleteFile{},
+	ts := []Tool{inspect{}, acquire{}, readFile{}, writeFile{}, editFile{}, applyPatch{}, listFiles{}, deleteFile{},
 		execCommand{}, artifactsTool{}, requestUserInput{}, clarify{}, listExtensions{}, loadExtension{}}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name() < ts[j].Name() })
 	return ts
