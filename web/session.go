@@ -72,8 +72,64 @@ type span struct {
 	Error     string
 	Artifacts []*desk.Artifact
 	Missing   []string
+	// Diff is apply_patch's file change list, rendered as a diff.
+	Diff []diffFile
+	// Denied is the reason a sandbox denial gave ("" for none).
+	Denied string
 	// OOB marks a span sent to replace the one on the page.
 	OOB bool
+}
+
+// diffFile is one file of an apply_patch result as the span shows it.
+type diffFile struct {
+	Path, From, Kind string
+	Added, Removed   int
+	Lines            []diffLine
+	Truncated        bool
+}
+
+// diffLine is one line of a unified diff with its CSS class: add, del,
+// hunk (an @@ header), file (the ---/+++ header) or ctx.
+type diffLine struct {
+	Class, Text string
+}
+
+// patchDiff reads the file change list of an apply_patch record's facts.
+func patchDiff(facts json.RawMessage) []diffFile {
+	var f struct {
+		Files []struct {
+			Path          string `json:"path"`
+			From          string `json:"from"`
+			Kind          string `json:"kind"`
+			Added         int    `json:"added"`
+			Removed       int    `json:"removed"`
+			Diff          string `json:"diff"`
+			DiffTruncated bool   `json:"diff_truncated"`
+		} `json:"files"`
+	}
+	if json.Unmarshal(facts, &f) != nil {
+		return nil
+	}
+	out := make([]diffFile, 0, len(f.Files))
+	for _, x := range f.Files {
+		d := diffFile{Path: x.Path, From: x.From, Kind: x.Kind, Added: x.Added, Removed: x.Removed, Truncated: x.DiffTruncated}
+		for _, l := range strings.Split(strings.TrimSuffix(x.Diff, "\n"), "\n") {
+			class := "ctx"
+			switch {
+			case strings.HasPrefix(l, "+++") || strings.HasPrefix(l, "---"):
+				class = "file"
+			case strings.HasPrefix(l, "@@"):
+				class = "hunk"
+			case strings.HasPrefix(l, "+"):
+				class = "add"
+			case strings.HasPrefix(l, "-"):
+				class = "del"
+			}
+			d.Lines = append(d.Lines, diffLine{Class: class, Text: l})
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 var unsafeID = regexp.MustCompile(`[^A-Za-z0-9_-]`)
@@ -108,6 +164,19 @@ func newSpan(ses, exe string, call desk.MessageCall, cmd *desk.Command, arts map
 	}
 	sp.Error = cmd.Error
 	sp.Outcome = outcome(cmd)
+	if cmd.Tool == "apply_patch" && cmd.Status == desk.CommandSucceeded {
+		sp.Diff = patchDiff(cmd.Facts)
+	}
+	var denial struct {
+		SandboxDenied bool   `json:"sandbox_denied"`
+		Reason        string `json:"reason"`
+	}
+	if json.Unmarshal(cmd.Facts, &denial) == nil && denial.SandboxDenied {
+		sp.Denied = denial.Reason
+		if sp.Denied == "" {
+			sp.Denied = "the sandbox refused"
+		}
+	}
 	for _, id := range cmd.Artifacts {
 		if a := arts[id]; a != nil {
 			sp.Artifacts = append(sp.Artifacts, a)

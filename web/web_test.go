@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
 )
@@ -621,5 +622,62 @@ func TestBudgetBarUsesReportedTokens(t *testing.T) {
 	bar := regexp.MustCompile(`<div id="budget"[^>]*>`).FindString(page)
 	if !strings.Contains(bar, `data-source="provider"`) || !strings.Contains(bar, "level-high") || !strings.Contains(bar, "80010 of 128000 tokens") {
 		t.Fatalf("budget bar after a reported call: %s", bar)
+	}
+}
+
+// TestPatchDiffSpan: an apply_patch span shows its file changes as a
+// diff, each line escaped and classed for +/- colouring, and a sandbox
+// denial is marked as such.
+func TestPatchDiffSpan(t *testing.T) {
+	f := start(t, app.Config{})
+	patch := "*** Begin Patch\n*** Add File: /artifacts/x.html\n+<script>alert(1)</script>\n+plain\n*** End Patch"
+	x := f.script(t, "patch", map[string]any{"tool_calls": []map[string]any{{"name": "apply_patch", "arguments": map[string]any{"patch": patch}}}},
+		map[string]any{"text": "done"})
+	f.e.Must(202, "POST", "/v1/sessions/"+x.ID+"/messages", map[string]string{"text": "go"}, nil)
+	waitFor(t, "the turn to finish", func() bool {
+		var ex struct{ Executions []desk.Execution }
+		f.e.Must(200, "GET", "/v1/sessions/"+x.ID+"/executions", nil, &ex)
+		return len(ex.Executions) == 1 && ex.Executions[0].Terminal()
+	})
+	b := signIn(t, f.e)
+	page, _ := b.get("/w/" + f.ws.ID + "/s/" + x.ID)
+	if strings.Contains(page, "<script>alert(1)") {
+		t.Fatal("the diff reached the page unescaped")
+	}
+	for _, want := range []string{
+		`<pre class="diff">`,
+		`<span class="diff-file">--- /dev/null</span>`,
+		`<span class="diff-hunk">@@ -0,0 &#43;1,2 @@</span>`,
+		`<span class="diff-add">&#43;&lt;script&gt;alert(1)&lt;/script&gt;</span>`,
+		`<span class="diff-add">&#43;plain</span>`,
+		`<span class="badge diff-kind">add</span> <code>/artifacts/x.html</code>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the span lacks %s:\n%s", want, page[strings.Index(page, "apply_patch"):][:3000])
+		}
+	}
+}
+
+// TestSandboxDeniedSpan: a command the sandbox's walls stopped is marked
+// as a sandbox denial in its span, with the reason.
+func TestSandboxDeniedSpan(t *testing.T) {
+	if _, err := sandbox.Detect(); err != nil {
+		t.Skipf("no working sandbox here: %v", err)
+	}
+	f := start(t, app.Config{})
+	f.e.Must(200, "PATCH", "/v1/workspaces/"+f.ws.ID+"/agent", map[string]any{"approval_mode": "auto-review"}, nil)
+	x := f.script(t, "denied", map[string]any{"tool_calls": []map[string]any{{"name": "exec_command", "arguments": map[string]any{"command": "touch /etc/x"}}}},
+		map[string]any{"text": "done"})
+	f.e.Must(202, "POST", "/v1/sessions/"+x.ID+"/messages", map[string]string{"text": "go"}, nil)
+	waitFor(t, "the turn to finish", func() bool {
+		var ex struct{ Executions []desk.Execution }
+		f.e.Must(200, "GET", "/v1/sessions/"+x.ID+"/executions", nil, &ex)
+		return len(ex.Executions) == 1 && ex.Executions[0].Terminal()
+	})
+	page, _ := signIn(t, f.e).get("/w/" + f.ws.ID + "/s/" + x.ID)
+	for _, want := range []string{`<span class="badge denied"`, `Sandbox denial: /etc/x is outside the sandbox&#39;s write boundary`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the span lacks %s", want)
+		}
 	}
 }
