@@ -36,11 +36,17 @@
 //     still names the host directories behind the mounts; bind mounts
 //     cannot hide that, and knowing a path gives no way to reach it.)
 //
-// What the sandbox does not do (yet): limit CPU, memory or the number of
-// processes (only the timeout bounds a command), or filter system calls
-// with seccomp. Commands run as desk's own user, mapped to the same id
-// inside. When desk runs as root, a command is root over the host files
-// bound into its sandbox; --cap-drop ALL and the minimal /etc keep that
+// Every command is bounded (Limits: processes and memory through a cgroup
+// made for it where desk can write one, else rlimits; CPU time; the size
+// of /tmp; its output), runs as uid 1000 inside its user namespace (mapped
+// to desk's own uid, so its files belong to desk), and leaves no setuid or
+// setgid file behind in the writable mounts. A finished command's failure
+// that is the sandbox's doing is described by Result.Denial (classify).
+//
+// What the sandbox does not do (yet): filter system calls with seccomp, or
+// bound /scratch (a host directory shared with the file tools). When desk
+// runs as root, a command's uid maps to host root over the files bound
+// into its sandbox; --cap-drop ALL and the minimal /etc keep that
 // contained, but a dedicated user for desk is better.
 package sandbox
 
