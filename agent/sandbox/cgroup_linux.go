@@ -62,6 +62,9 @@ func findCgroups() cgroupBase {
 		if dir != "" && !usable(dir) {
 			dir = ""
 		}
+		if dir != "" {
+			removeStale(dir)
+		}
 		if ctl == "pids" {
 			b.pids = dir
 		} else {
@@ -92,6 +95,31 @@ func usable(dir string) bool {
 		return false
 	}
 	return os.Remove(probe) == nil
+}
+
+// removeStale removes the command cgroups a desk process that is gone
+// left behind (a crash between making one and removing it). A cgroup
+// still holding processes cannot be removed, and one of a live desk is
+// left alone.
+func removeStale(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), "desk-cmd-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
+			continue
+		}
+		_ = os.Remove(filepath.Join(dir, e.Name()))
+	}
 }
 
 var cgroupSeq atomic.Uint64
