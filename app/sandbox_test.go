@@ -74,7 +74,9 @@ func TestAgentSandboxBounds(t *testing.T) {
 	for _, c := range []struct {
 		name, command, limit, reason string
 	}{
-		{"fork bomb", `f() { f | f & }; f; sleep 100`, "processes", "process limit (64 processes)"},
+		// Written to a file first: auto-review's rule set refuses a fork
+		// bomb it can see, and the bound must hold for one it cannot.
+		{"fork bomb", `printf 'f() { f | f & }; f\n' > /tmp/b.sh; sh /tmp/b.sh; sleep 100`, "processes", "process limit (64 processes)"},
 		{"1 GB /tmp write", `dd if=/dev/zero of=/tmp/big bs=1M count=1024`, "tmp", "/tmp size limit (16 MiB)"},
 		{"output flood", `yes | head -c 50000000`, "output", "output limit (1 MiB)"},
 		{"memory hog", `python3 -c 'b = bytearray(1 << 30); [b.__setitem__(i, 1) for i in range(0, len(b), 4096)]'`, "memory", "memory limit (64 MiB)"},

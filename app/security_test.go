@@ -137,6 +137,8 @@ func TestImportValidatesSettings(t *testing.T) {
 		"blocking input a number": {row: map[string]any{"blocking_input": 1}, want: 400},
 		"token budget negative":   {row: map[string]any{"token_budget": -5}, patch: agentRoute, body: map[string]any{"token_budget": -5}, want: 400},
 		"token budget a string":   {row: map[string]any{"token_budget": "lots"}, want: 400},
+		"sandbox limit too small": {row: map[string]any{"sandbox_limits": `{"memory_bytes":1024}`}, patch: agentRoute, body: map[string]any{"sandbox": map[string]any{"memory_bytes": 1024}}, want: 400},
+		"sandbox limits unknown":  {row: map[string]any{"sandbox_limits": `{"forks":1}`}, want: 400},
 	} {
 		t.Run(name, func(t *testing.T) {
 			edited := editWorkspaceRow(t, exported, func(row map[string]any) {
@@ -165,6 +167,7 @@ func TestImportValidatesSettings(t *testing.T) {
 		row["primary_root"] = dir
 		row["approval_mode"] = desk.ApprovalModeFullAccess
 		row["network"] = true
+		row["sandbox_limits"] = `{"cpu_seconds":30}`
 	})
 	r := e3.Admin("POST", "/v1/workspaces/import", edited)
 	if r.Status != 201 {
@@ -180,7 +183,7 @@ func TestImportValidatesSettings(t *testing.T) {
 	_ = fi
 	var st desk.AgentSettings
 	e3.Must(200, "GET", "/v1/workspaces/"+w.ws.ID+"/agent", nil, &st)
-	if st.ApprovalMode != desk.ApprovalModeFullAccess || !st.Network {
+	if st.ApprovalMode != desk.ApprovalModeFullAccess || !st.Network || st.Sandbox.CPUSeconds != 30 {
 		t.Fatalf("imported agent settings = %+v", st)
 	}
 	// The imported host path works, and its export carries no identity.

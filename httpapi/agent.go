@@ -315,7 +315,7 @@ func (s *Server) patchAgentSettings(w http.ResponseWriter, r *http.Request) erro
 		ExternalInstructions *bool `json:"external_instructions"`
 		// TokenBudget is raw so null (clear) differs from absent.
 		TokenBudget json.RawMessage `json:"token_budget"`
-		Sandbox       *struct {
+		Sandbox     *struct {
 			Processes   *int   `json:"processes"`
 			MemoryBytes *int64 `json:"memory_bytes"`
 			CPUSeconds  *int   `json:"cpu_seconds"`

@@ -128,6 +128,20 @@ func checkWorkspaceRow(home string, row desk.Row) (*settings, error) {
 	default:
 		return nil, desk.Errorf(desk.EINVALID, "token_budget %v must be a whole number of tokens (0 or null for no budget)", v)
 	}
+	limits, err := str("sandbox_limits")
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(limits) != "" {
+		dec := json.NewDecoder(strings.NewReader(limits))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&st.agent.Sandbox); err != nil {
+			return nil, desk.Errorf(desk.EINVALID, "sandbox_limits of the workspaces row are not sandbox limits: %v", err)
+		}
+		if err := desk.CheckSandboxLimits(st.agent.Sandbox); err != nil {
+			return nil, err
+		}
+	}
 	return st, nil
 }
 
@@ -140,6 +154,10 @@ func (st *settings) apply(row desk.Row) {
 	row["blocking_input"] = st.agent.BlockingInput
 	if _, ok := row["token_budget"]; ok {
 		row["token_budget"] = json.Number(fmt.Sprint(st.agent.TokenBudget))
+	}
+	if _, ok := row["sandbox_limits"]; ok {
+		b, _ := json.Marshal(st.agent.Sandbox) // numbers only: cannot fail
+		row["sandbox_limits"] = string(b)
 	}
 }
 
