@@ -155,10 +155,8 @@ func (st *settings) apply(row desk.Row) {
 	if _, ok := row["token_budget"]; ok {
 		row["token_budget"] = json.Number(fmt.Sprint(st.agent.TokenBudget))
 	}
-	if _, ok := row["sandbox_limits"]; ok {
-		b, _ := json.Marshal(st.agent.Sandbox) // numbers only: cannot fail
-		row["sandbox_limits"] = string(b)
-	}
+	// sandbox_limits stays as the archive has it: checked whole, with no
+	// unknown field, so it is what the store would read.
 }
 
 // encodeHostPaths is the stores' encoding of host paths (json.Marshal of
