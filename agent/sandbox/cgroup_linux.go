@@ -232,11 +232,12 @@ func (c *cgroup) remove() {
 		if d == "" {
 			continue
 		}
-		for i := 0; i < 50; i++ {
+		// Usually a few milliseconds; up to a second on a loaded machine.
+		for i := 0; i < 500; i++ {
 			if err := os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
 				break
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond)
 		}
 	}
 	c.pids, c.mem = "", ""

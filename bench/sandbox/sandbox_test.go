@@ -19,6 +19,7 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -64,26 +65,27 @@ func TestSandboxStart(t *testing.T) {
 	var x desk.Session
 	e.Must(201, "POST", "/v1/workspaces/"+ws.ID+"/sessions", map[string]any{"model": "script", "script": map[string]any{"steps": steps}}, &x)
 	e.Must(202, "POST", "/v1/sessions/"+x.ID+"/messages", map[string]string{"text": "go"}, nil)
+	// The commands are read from the store: the transcript route pages.
 	var cmds []*desk.Command
-	deadline := time.Now().Add(10 * time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		var out struct{ Messages []desk.Message }
-		e.Must(200, "GET", "/v1/sessions/"+x.ID+"/messages?limit=1000", nil, &out)
-		cmds = cmds[:0]
-		for _, m := range out.Messages {
-			for _, c := range m.Commands {
-				if c.FinishedAt != nil {
-					cmds = append(cmds, c)
-				}
+		var ex struct{ Executions []desk.Execution }
+		e.Must(200, "GET", "/v1/sessions/"+x.ID+"/executions", nil, &ex)
+		if len(ex.Executions) == 1 && ex.Executions[0].Terminal() {
+			all, err := e.App.Store.ListCommands(context.Background(), []string{ex.Executions[0].ID})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if len(cmds) == n {
+			cmds = all
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d commands finished", len(cmds), n)
+			t.Fatal("the turn did not end")
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if len(cmds) != n {
+		t.Fatalf("%d commands; want %d", len(cmds), n)
 	}
 	var deskTimes []time.Duration
 	for _, c := range cmds {
