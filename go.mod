@@ -3,8 +3,8 @@ module github.com/desk-runtime/desk
 go 1.26.8
 
 require (
-	github.com/aymanbagabas/go-udiff v0.4.2
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
+	github.com/aymanbagabas/go-udiff v0.4.2
 	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.23.1
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875
