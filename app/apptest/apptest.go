@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/desk-runtime/desk/internal/leaktest"
 	"go.uber.org/goleak"
 
 	"github.com/desk-runtime/desk/app"
@@ -42,11 +43,7 @@ func Start(t testing.TB, cfg app.Config) *Env {
 	if _, seen := verified.LoadOrStore(t, true); !seen {
 		// Registered before the first desk's own cleanup, so it runs after
 		// every desk of the test stopped (cleanups run last-in first-out).
-		opts := []goleak.Option{goleak.IgnoreCurrent(),
-			// A test's own HTTP client keeps a connection whose response
-			// it did not read to the end; that is the test's, not desk's.
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop")}
+		opts := leaktest.Options(goleak.IgnoreCurrent())
 		t.Cleanup(func() {
 			verified.Delete(t)
 			if t.Failed() {
