@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/client"
 )
 
 func decideCommands(g *globals) []*cobra.Command {
@@ -368,3 +369,59 @@ func planTitle(card json.RawMessage) string {
 // backticked quotes a command or a write the way the waiting message
 // shows it.
 func backticked(s string) string { return "`" + strings.ReplaceAll(s, "\n", " ") + "`" }
+
+// agentSettingsCmd shows or changes what a workspace's turns wait for: the
+// approval mode of gated calls and whether questions block.
+func agentSettingsCmd(g *globals) *cobra.Command {
+	var mode string
+	var network, blocking bool
+	cmd := &cobra.Command{
+		Use:   "agent WS [--approval-mode user|auto-review|full-access] [--blocking-input=true|false] [--network=true|false]",
+		Short: "Show or change the workspace's agent settings: approval mode, blocking questions, network (admin to change)",
+		Long: `Show a workspace's agent settings, or change the ones given (admin token).
+--approval-mode user (the default) makes exec_command and writes to
+/workspace wait for desk approve; auto-review lets a reviewer decide;
+full-access runs commands on the host with no gate and no sandbox.
+--blocking-input makes request_user_input wait (up to 5 minutes) for desk
+answer instead of going on with the defaults. --network lets commands reach
+the network.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			var p client.AgentSettingsPatch
+			if cmd.Flags().Changed("approval-mode") {
+				p.ApprovalMode = &mode
+			}
+			if cmd.Flags().Changed("blocking-input") {
+				p.BlockingInput = &blocking
+			}
+			if cmd.Flags().Changed("network") {
+				p.Network = &network
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			var st *desk.AgentSettings
+			if p == (client.AgentSettingsPatch{}) {
+				st, err = c.AgentSettings(cmd.Context(), a[0])
+			} else {
+				st, err = c.PatchAgentSettings(cmd.Context(), a[0], p)
+			}
+			if err != nil {
+				return err
+			}
+			return out(cmd, g, st, func(w io.Writer) {
+				budget := "none"
+				if st.TokenBudget > 0 {
+					budget = fmt.Sprint(st.TokenBudget)
+				}
+				fields(w, "approval mode", st.ApprovalMode, "blocking input", yesNo(st.BlockingInput),
+					"network", yesNo(st.Network), "token budget", budget)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&mode, "approval-mode", "", "user, auto-review or full-access")
+	cmd.Flags().BoolVar(&blocking, "blocking-input", false, "questions wait for an answer")
+	cmd.Flags().BoolVar(&network, "network", false, "commands may reach the network")
+	return cmd
+}

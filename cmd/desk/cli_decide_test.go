@@ -7,7 +7,6 @@ package main
 // plan card waits for a decision.
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -144,22 +143,19 @@ func (d *binDesk) json(v any, args ...string) {
 }
 
 // workspace creates a workspace; blocking makes its questions wait for an
-// answer (set through the Go client: the CLI has no command for it).
+// answer.
 func (d *binDesk) workspace(name string, blocking bool) string {
 	d.t.Helper()
 	var ws desk.Workspace
 	d.json(&ws, "workspace", "create", name)
 	if blocking {
-		tok, err := os.ReadFile(filepath.Join(d.home, "admin.token"))
-		if err != nil {
-			d.t.Fatal(err)
+		var st desk.AgentSettings
+		d.json(&st, "workspace", "agent", ws.ID, "--blocking-input")
+		if !st.BlockingInput || st.ApprovalMode != desk.ApprovalModeUser {
+			d.t.Fatalf("workspace agent --blocking-input: %+v", st)
 		}
-		c, err := client.New(d.url, strings.TrimSpace(string(tok)))
-		if err != nil {
-			d.t.Fatal(err)
-		}
-		if _, err := c.PatchAgentSettings(context.Background(), ws.ID, client.AgentSettingsPatch{BlockingInput: ptr(true)}); err != nil {
-			d.t.Fatal(err)
+		if out := d.ok("workspace", "agent", ws.ID); !strings.Contains(out, "blocking input: yes") || !regexp.MustCompile(`approval mode: +user`).MatchString(out) {
+			d.t.Fatalf("workspace agent:\n%s", out)
 		}
 	}
 	return ws.ID

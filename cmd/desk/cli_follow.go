@@ -305,8 +305,8 @@ func (f *follower) outcome() error {
 		return &codedError{exitTurnFailed, fmt.Sprintf("the turn %s failed: %s", x.ID, orDash(x.Reason))}
 	case desk.PhaseInterrupted:
 		why := orDash(x.Reason)
-		if x.Interruption != nil {
-			why = x.Interruption.Reason + " (by " + x.Interruption.By + ")"
+		if i := x.Interruption; i != nil {
+			why = strings.TrimSpace(firstNonEmpty(i.Reason, x.Reason) + " (by " + i.By + ")")
 		}
 		return &codedError{exitInterrupted, fmt.Sprintf("the turn %s was interrupted: %s", x.ID, why)}
 	}
