@@ -290,6 +290,20 @@ func TestBinaryAnswer(t *testing.T) {
 		t.Fatalf("inputs ls after the answer:\n%s", out)
 	}
 	d.fail(exitConflict, "answer", inp, `{"colour":"Red"}`)
+
+	// A non-blocking question: the turn goes on with the defaults, send
+	// says how to answer later, and the answer is queued as a new message.
+	ws = d.workspace("later", false)
+	ses = d.scriptSession(ws, ask, textStep("Red it is, for now."), textStep("Blue, then."))
+	out, errOut, code := d.run("send", ses, "make a shirt")
+	m := regexp.MustCompile(`\[asked (inp_[0-9A-Za-z]+); the turn goes on with the defaults, and an answer later becomes a new message: desk answer inp_[0-9A-Za-z]+ colour=Red size=M\]`).FindStringSubmatch(errOut)
+	if code != exitOK || out != "Red it is, for now.\n" || m == nil {
+		t.Fatalf("send with a non-blocking question: exit %d out=%q err=%s", code, out, errOut)
+	}
+	out = d.ok("answer", m[1], "colour=Blue")
+	if !regexp.MustCompile(`(?m)^answered ` + m[1] + `: colour="Blue" size="M"\nqueued q_[0-9A-Za-z]+: the answers go to the agent as a new message\n$`).MatchString(out) {
+		t.Fatalf("answer of a non-blocking question:\n%s", out)
+	}
 }
 
 // TestBinaryPlan: a plan card waits; approve carries it out, revise gets a
@@ -431,7 +445,7 @@ func TestBinaryExitStatuses(t *testing.T) {
 
 	// 10 again, the turn itself waiting.
 	waits2 := d.scriptSession(ws, execStep("echo later"), textStep("ok"))
-	msg = d.fail(exitWaiting, "send", waits2, "go", "--timeout", "3s")
+	msg = d.fail(exitWaiting, "send", waits2, "go", "--timeout", "8s")
 	if !strings.Contains(msg, "the turn exe_") || !strings.Contains(msg, "is waiting for approval apr_") {
 		t.Fatalf("send --timeout while the turn waits: %s", msg)
 	}
