@@ -23,6 +23,7 @@ var errFollowTimeout = errors.New("desk send --timeout reached")
 
 // follower follows one queued message's turn through the session's events.
 type follower struct {
+	ctx    context.Context
 	c      *client.Client
 	ses    string
 	res    *desk.SubmitResult
@@ -43,7 +44,7 @@ type follower struct {
 // follow prints the turn until it settles (or ctx ends, or timeout > 0
 // passes) and returns the error whose exit status says how it ended.
 func (f *follower) follow(ctx context.Context, timeout time.Duration) error {
-	f.exe = f.res.ExecutionID
+	f.ctx, f.exe = ctx, f.res.ExecutionID
 	f.waits = map[string]string{}
 	if f.exe == "" && f.res.Item != nil && f.res.Item.Status == desk.QueueStatusQueued {
 		f.queued = true
@@ -71,13 +72,24 @@ func (f *follower) event(e *desk.Event) error {
 		b, _ := json.Marshal(e)
 		fmt.Fprintf(f.out, "%s\n", b)
 	}
+	if e.Type == "gap" && f.exe != "" {
+		// Events were dropped: the turn may have settled unseen.
+		if x, err := f.c.Execution(f.ctx, f.exe); err == nil && x.Terminal() {
+			f.final = x
+			return errTurnDone
+		}
+		return nil
+	}
 	if strings.HasPrefix(e.Type, "execution.") {
 		var x desk.Execution
 		if json.Unmarshal(e.Data, &x) != nil || x.QueueItemID != f.res.Item.ID {
 			return nil
 		}
-		if f.exe == "" && f.queued {
-			fmt.Fprintf(f.info, "[%s started: your message is being answered]\n", x.ID)
+		if f.exe == "" {
+			if f.queued {
+				fmt.Fprintf(f.info, "[%s started: your message is being answered]\n", x.ID)
+			}
+			f.waits = map[string]string{} // what the turn ahead waited on
 		}
 		f.exe = x.ID
 		if x.Terminal() {
