@@ -404,6 +404,7 @@ func TestBinaryExitStatuses(t *testing.T) {
 	// 1: anything else — here the local output file cannot be made.
 	d.fail(exitError, "workspace", "export", ws, "-o", filepath.Join(t.TempDir(), "no-such-dir", "ws.tar"))
 	// 2: usage.
+	d.fail(exitUsage, "aprove", "apr_01ARZ3NDEKTSV4RRFFQ69G5FAV") // mistyped
 	d.fail(exitUsage, "approve")
 	d.fail(exitUsage, "send", plain, "x", "--timeout", "-1s")
 	// 3: invalid — a file whose name lies about its bytes (an answer with
