@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -451,20 +452,39 @@ func (a *Agent) AnswerInput(ctx context.Context, id string, answers map[string]s
 	for _, q := range r.Questions {
 		known[q.ID] = q
 	}
+	// Every wrong key is named at once, with the ids that would do, so a
+	// person fixes the answer in one go.
+	var unknown, empty, ids []string
 	for qid, ans := range answers {
 		if _, ok := known[qid]; !ok {
-			return nil, nil, desk.Errorf(desk.EINVALID, "input request %s has no question %q", id, qid)
+			unknown = append(unknown, strconv.Quote(qid))
+		} else if strings.TrimSpace(ans) == "" {
+			empty = append(empty, strconv.Quote(qid))
 		}
-		if strings.TrimSpace(ans) == "" {
-			return nil, nil, desk.Errorf(desk.EINVALID, "the answer to %q is empty", qid)
-		}
+	}
+	for _, q := range r.Questions {
+		ids = append(ids, q.ID)
+	}
+	sort.Strings(unknown)
+	sort.Strings(empty)
+	if len(unknown) > 0 {
+		return nil, nil, desk.Errorf(desk.EINVALID, "input request %s has no question %s (its questions: %s)", id, strings.Join(unknown, ", "), strings.Join(ids, ", "))
+	}
+	if len(empty) > 0 {
+		return nil, nil, desk.Errorf(desk.EINVALID, "the answer to %s is empty", strings.Join(empty, ", "))
 	}
 	if len(answers) == 0 {
 		return nil, nil, desk.Errorf(desk.EINVALID, "answers are required: {\"answers\": {\"<question id>\": \"<answer>\"}}")
 	}
-	// Unanswered questions keep their default.
+	// Unanswered questions keep their default; an answer that names an
+	// option but for case or spacing is that option's label.
 	full := defaults(r.Questions)
 	for k, v := range answers {
+		for _, o := range known[k].Options {
+			if strings.EqualFold(strings.TrimSpace(v), o.Label) {
+				v = o.Label
+			}
+		}
 		full[k] = v
 	}
 	out, err := a.store.AnswerInputRequest(ctx, id, desk.InputAnswered, full, desk.Now())

@@ -37,6 +37,7 @@ func addClientCommands(root *cobra.Command, g *globals) {
 		usageCmd(g),
 		mcpCmd(g),
 	)
+	root.AddCommand(decideCommands(g)...)
 }
 
 // printJSON writes v as indented JSON and a newline.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,15 +20,25 @@ var errTurnDone = errors.New("turn done")
 func sendCmd(g *globals) *cobra.Command {
 	var in client.SubmitInput
 	var noWait bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "send SES TEXT...",
 		Short: "Send a message to a session and print the reply as it streams",
 		Long: `Send a message to a session. The message is queued durably before anything
 runs; desk send then follows the session's events and prints the assistant's
-text as it streams, until the turn ends. --no-wait prints the queued row and
-returns at once.`,
+text as it streams, until the turn ends. On stderr it says what the turn
+waits on as it happens — queued behind another turn (its place and the
+running execution), an approval, an answer or a plan decision, each with the
+command that gives it — and how the turn ended.
+
+Exit status: 0 the turn ended, 8 it failed, 9 it was interrupted, 10
+--timeout passed before it settled (it goes on; the message says what it
+waits on). --no-wait prints the queued row and returns at once (0).`,
 		Args: usageArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if timeout < 0 || (noWait && timeout > 0) {
+				return usagef("--timeout must be positive, and follows the turn that --no-wait does not follow")
+			}
 			c, err := g.client()
 			if err != nil {
 				return err
@@ -47,55 +58,15 @@ returns at once.`,
 					fmt.Fprintln(w)
 				})
 			}
-			var final *desk.Execution
-			err = c.Events(cmd.Context(), client.EventFilter{Session: a[0]}, res.EventsAfter, func(e *desk.Event) error {
-				if g.json {
-					b, _ := json.Marshal(e)
-					fmt.Fprintf(w, "%s\n", b)
-				}
-				switch {
-				case e.Type == "assistant.delta" && !g.json:
-					var d struct{ Text string }
-					if json.Unmarshal(e.Data, &d) == nil {
-						fmt.Fprint(w, d.Text)
-					}
-				case strings.HasPrefix(e.Type, "command.") && !g.json:
-					// A tool call's settled state, on stderr so stdout
-					// stays the reply.
-					var c desk.Command
-					if json.Unmarshal(e.Data, &c) == nil && c.FinishedAt != nil {
-						line := fmt.Sprintf("[%s %s", c.Tool, c.Status)
-						if c.Error != "" {
-							line += ": " + c.Error
-						}
-						fmt.Fprintln(cmd.ErrOrStderr(), line+"]")
-					}
-				case strings.HasPrefix(e.Type, "execution."):
-					var x desk.Execution
-					if json.Unmarshal(e.Data, &x) == nil && x.QueueItemID == res.Item.ID && x.Terminal() {
-						final = &x
-						return errTurnDone
-					}
-				}
-				return nil
-			})
-			if err != nil && !errors.Is(err, errTurnDone) {
-				return err
-			}
-			if !g.json {
-				fmt.Fprintln(w)
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s %s: %s\n", final.ID, final.Phase, orDash(final.Reason))
-			}
-			if final.Phase == desk.PhaseFailed {
-				return desk.Errorf(desk.EUNAVAILABLE, "the turn failed: %s", final.Reason)
-			}
-			return nil
+			f := &follower{c: c, ses: a[0], res: res, json: g.json, out: w, info: cmd.ErrOrStderr()}
+			return f.follow(cmd.Context(), timeout)
 		},
 	}
 	cmd.Flags().StringVar(&in.Surface, "surface", "", "surface to send to (default: the orchestrator)")
 	cmd.Flags().StringVar(&in.IdempotencyKey, "key", "", "idempotency key: a repeat returns the first row")
 	cmd.Flags().StringVar(&in.Multitask, "multitask", "", "when busy: enqueue (default), reject or interrupt")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "print the queued row and return without following the turn")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "stop following after this long (exit 10 if the turn has not settled; it goes on)")
 	return cmd
 }
 

@@ -29,7 +29,7 @@ func TestCLISendQueueInterrupt(t *testing.T) {
 	}
 	// A failed turn is an error with its reason.
 	r = c.run("send", x.ID, "fail", "model", "unreachable")
-	if r.e == nil || !strings.Contains(r.e.Error(), "model unreachable") {
+	if r.e == nil || !strings.Contains(r.e.Error(), "model unreachable") || r.code() != exitTurnFailed {
 		t.Fatalf("failed send: %v", r.e)
 	}
 	// --no-wait returns at once; the queue shows the waiting row.

@@ -77,7 +77,7 @@ func workspaceCmd(g *globals) *cobra.Command {
 	cmd.AddCommand(workspaceLifecycleCmds(g)...)
 	cmd.AddCommand(workspaceAbsorbCmd(g))
 	addTemplateFlag(cmd)
-	cmd.AddCommand(budgetCmd(g))
+	cmd.AddCommand(budgetCmd(g), agentSettingsCmd(g))
 	return cmd
 }
 

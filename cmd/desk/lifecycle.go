@@ -29,10 +29,6 @@ const (
 	logFileName = "desk.log"
 )
 
-// exitRefused is the exit status of `desk start` refusing background mode
-// in a managed AI execution environment.
-const exitRefused = 9
-
 // Exit statuses of `desk status`, as LSB init scripts use them.
 const (
 	statusRunning = 0

@@ -31,8 +31,11 @@ func buildVersion() string {
 	return "dev"
 }
 
-// Exit codes scripts can rely on. Each error code of the API has its own
-// exit status so a script can tell "not found" from "refused".
+// Exit codes scripts can rely on, the same for every command (documented
+// in docs/troubleshooting.md, "Exit statuses"). Each error code of the API
+// has its own exit status so a script can tell "not found" from "refused",
+// and a turn that failed (8) from a server that is down (7). desk status
+// alone keeps the LSB init-script statuses (0, 1, 3).
 const (
 	exitOK          = 0
 	exitError       = 1 // internal or unexpected
@@ -40,15 +43,31 @@ const (
 	exitInvalid     = 3
 	exitAuth        = 4 // unauthorized or forbidden
 	exitNotFound    = 5
-	exitConflict    = 6 // conflict or busy
-	exitUnavailable = 7 // server unreachable or unavailable
-	exitTooLarge    = 8 // too large or insufficient storage
+	exitConflict    = 6  // conflict or busy
+	exitUnavailable = 7  // server unreachable or unavailable
+	exitTurnFailed  = 8  // the turn desk send followed failed
+	exitInterrupted = 9  // the turn desk send followed was interrupted
+	exitWaiting     = 10 // the turn has not settled: it waits on a person, or is queued or running
+	exitTooLarge    = 11 // too large or insufficient storage
+	exitRefused     = 12 // desk start or restart refused background mode (a managed AI environment)
 )
+
+// codedError is a failure with its own exit status and message.
+type codedError struct {
+	code int
+	msg  string
+}
+
+func (e *codedError) Error() string { return e.msg }
 
 func exitCode(err error) int {
 	var se *statusExit
 	if errors.As(err, &se) {
 		return se.code
+	}
+	var ce *codedError
+	if errors.As(err, &ce) {
+		return ce.code
 	}
 	var re *refusedError
 	if errors.As(err, &re) {
