@@ -149,7 +149,11 @@ type SubmitInput struct {
 }
 
 // SubmitResult is the committed queue row, and the execution that took it
-// when the surface was idle.
+// when the message started at once. Whichever of the process's dispatchers
+// claimed the row (the submit's own claim or one already awake for the
+// surface), ExecutionID names that execution; it is empty only when the
+// row waits behind other work, a block or a lease, and Item then shows it
+// queued with its position.
 type SubmitResult struct {
 	Item        *QueueItem `json:"queued_item"`
 	ExecutionID string     `json:"execution_id,omitempty"`

@@ -46,45 +46,10 @@ func (w *execWorld) submitAs(token, ses, text string, extra ...string) desk.Subm
 		w.T.Fatalf("submit %q = %d %s", text, r.Status, r.Body)
 	}
 	r.Decode(w.T, &res)
-	// The answer names the execution when the submit itself claimed the
-	// row; when a dispatcher that was already awake claimed it a moment
-	// later, find it in the queue. A row stays queued for good only behind
-	// a running execution or a block; short of that, wait for its claim
-	// (long enough for a loaded machine).
-	for deadline := time.Now().Add(5 * time.Second); res.ExecutionID == "" && time.Now().Before(deadline); {
-		it := w.item(ses, res.Item.ID)
-		if res.ExecutionID = it.ExecutionID; res.ExecutionID != "" || it.Status != desk.QueueStatusQueued {
-			break
-		}
-		if w.occupied(ses) {
-			// The execution that occupies the session may be this row's,
-			// claimed after the row was read (seen under -race).
-			res.ExecutionID = w.item(ses, res.Item.ID).ExecutionID
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// The answer names the execution whenever the message started at once
+	// (whichever dispatcher of this desk claimed it); it is empty only for
+	// a row that waits behind running work or a block.
 	return res
-}
-
-// occupied reports whether a session has an active execution or an active
-// block, either of which keeps a new row queued.
-func (w *execWorld) occupied(ses string) bool {
-	var ex struct{ Executions []desk.Execution }
-	w.Must(200, "GET", "/v1/sessions/"+ses+"/executions", nil, &ex)
-	for _, x := range ex.Executions {
-		if desk.PhaseActive(x.Phase) {
-			return true
-		}
-	}
-	var bs struct{ Blocks []desk.Block }
-	w.Must(200, "GET", "/v1/sessions/"+ses+"/blocks", nil, &bs)
-	for _, b := range bs.Blocks {
-		if b.ReleasedAt == nil && (b.ExpiresAt == nil || b.ExpiresAt.After(time.Now())) {
-			return true
-		}
-	}
-	return false
 }
 
 func (w *execWorld) exe(id string) desk.Execution {

@@ -174,31 +174,16 @@ func (w *world) fixtures(t *testing.T) fixtureSet {
 	var first, second desk.SubmitResult
 	w.Must(202, "POST", "/v1/sessions/"+x.ID+"/messages", map[string]string{"text": "first"}, &first)
 	w.Must(202, "POST", "/v1/sessions/"+x.ID+"/messages", map[string]string{"text": "second"}, &second)
-	// On a loaded machine the poll loop's dispatcher may take the first
-	// row a moment before the submit's own claim would: then the answer
-	// names no execution, and the queue does.
-	waitFor(t, "the first turn to be claimed", func() bool {
-		if first.ExecutionID == "" {
-			var q struct{ Items []desk.QueueItem }
-			w.Must(200, "GET", "/v1/sessions/"+x.ID+"/queue?all=true", nil, &q)
-			for _, it := range q.Items {
-				if it.ID == first.Item.ID {
-					first.ExecutionID = it.ExecutionID
-				}
-			}
-		}
-		return first.ExecutionID != ""
-	})
+	if first.ExecutionID == "" {
+		t.Fatalf("the first message to an idle session answered no execution: %+v", first)
+	}
 	var y desk.Session
 	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"title": "fx2", "model": "script", "script": slow}, &y)
 	var run desk.SubmitResult
 	w.Must(202, "POST", "/v1/sessions/"+y.ID+"/messages", map[string]string{"text": "to interrupt"}, &run)
-	waitFor(t, "the turn to be claimed", func() bool {
-		var q struct{ Items []desk.QueueItem }
-		w.Must(200, "GET", "/v1/sessions/"+y.ID+"/queue?all=true", nil, &q)
-		run.ExecutionID = q.Items[0].ExecutionID
-		return run.ExecutionID != ""
-	})
+	if run.ExecutionID == "" {
+		t.Fatalf("a message to an idle session answered no execution: %+v", run)
+	}
 	waitFor(t, "the turn to run", func() bool {
 		var e desk.Execution
 		w.Must(200, "GET", "/v1/executions/"+run.ExecutionID, nil, &e)

@@ -14,19 +14,54 @@ import (
 	"github.com/desk-runtime/desk/layout"
 )
 
+// dispatcher is the one goroutine of this process that claims and runs a
+// surface's rows (one writer per surface). Its counters let a submit that
+// found it running learn what it decided about the submit's row; they and
+// every field are guarded by Service.mu.
+type dispatcher struct {
+	surface string
+	// again is set by a wake while the dispatcher runs: look once more
+	// before exiting.
+	again bool
+	// begun and ended count the claims it began and that returned.
+	begun, ended uint64
+	// exe is the execution it runs now ("" between turns).
+	exe string
+	// changed is closed, and replaced, whenever any of the above changes.
+	changed chan struct{}
+}
+
+func newDispatcher(surface string) *dispatcher {
+	return &dispatcher{surface: surface, changed: make(chan struct{})}
+}
+
+// signal wakes whoever waits on the dispatcher's state; mu is held.
+func (d *dispatcher) signal() {
+	close(d.changed)
+	d.changed = make(chan struct{})
+}
+
 // wake makes sure a dispatcher runs for the surface. An idle surface costs
 // no goroutine: the dispatcher exists only while its queue has admissible
 // work. The first claim happens in the caller's goroutine, so a submit to an
 // idle surface can answer with the execution that took its row.
 func (s *Service) wake(surfaceID string) *desk.QueueItem {
-	return s.wakeWith(surfaceID, true)
+	item, _, _ := s.wakeFor(surfaceID)
+	return item
 }
 
 // wakeAsync is wake without the first claim in the caller's goroutine, for
 // callers that wake many surfaces at once (startup, the sweep).
 func (s *Service) wakeAsync(surfaceID string) { s.wakeWith(surfaceID, false) }
 
-func (s *Service) wakeWith(surfaceID string, claimNow bool) *desk.QueueItem {
+// wakeFor is wake for a submit: besides what its own claim took, it returns
+// the dispatcher that was already running, if one was, and how many claims
+// that one had begun by then (see settledClaim).
+func (s *Service) wakeFor(surfaceID string) (*desk.QueueItem, *dispatcher, uint64) {
+	return s.wakeWith(surfaceID, true)
+}
+
+func (s *Service) wakeWith(surfaceID string, claimNow bool) (*desk.QueueItem, *dispatcher, uint64) {
 	s.mu.Lock()
 	// The closed check and the Add happen under the lock that Close holds
 	// while it cancels: once Close starts waiting, no dispatcher can be
@@ -34,53 +69,73 @@ func (s *Service) wakeWith(surfaceID string, claimNow bool) *desk.QueueItem {
 	// must happen before the Wait).
 	if s.ctx == nil || s.ctx.Err() != nil {
 		s.mu.Unlock()
-		return nil
+		return nil, nil, 0
 	}
-	if s.dispatching[surfaceID] {
-		s.again[surfaceID] = true
+	if d := s.dispatchers[surfaceID]; d != nil {
+		d.again = true
+		ticket := d.begun
 		s.mu.Unlock()
-		return nil
+		return nil, d, ticket
 	}
-	s.dispatching[surfaceID] = true
+	d := newDispatcher(surfaceID)
+	s.dispatchers[surfaceID] = d
 	s.wg.Add(1)
 	s.mu.Unlock()
 	if !claimNow {
 		go func() {
 			defer s.wg.Done()
-			item, exe := s.claim(surfaceID)
-			s.dispatchLoop(surfaceID, item, exe)
+			item, exe := s.dispatchClaim(d)
+			s.dispatchLoop(d, item, exe)
 		}()
-		return nil
+		return nil, nil, 0
 	}
 	// The claim's results are handed to the dispatcher as arguments: the
 	// caller keeps reading item while the dispatcher runs it.
-	item, exe := s.claim(surfaceID)
+	item, exe := s.dispatchClaim(d)
 	go func(item *desk.QueueItem, exe *desk.Execution) {
 		defer s.wg.Done()
-		s.dispatchLoop(surfaceID, item, exe)
+		s.dispatchLoop(d, item, exe)
 	}(item, exe)
-	return item
+	return item, nil, 0
 }
 
 // dispatchLoop runs claimed rows one after the other until the queue has
 // nothing admissible, then exits.
-func (s *Service) dispatchLoop(surfaceID string, item *desk.QueueItem, exe *desk.Execution) {
+func (s *Service) dispatchLoop(d *dispatcher, item *desk.QueueItem, exe *desk.Execution) {
 	for {
 		for item != nil {
 			s.run(item, exe, false)
-			item, exe = s.claim(surfaceID)
+			item, exe = s.dispatchClaim(d)
 		}
 		s.mu.Lock()
-		if !s.again[surfaceID] || s.ctx.Err() != nil {
-			delete(s.dispatching, surfaceID)
-			delete(s.again, surfaceID)
+		if !d.again || s.ctx.Err() != nil {
+			delete(s.dispatchers, d.surface)
+			d.signal()
 			s.mu.Unlock()
 			return
 		}
-		delete(s.again, surfaceID)
+		d.again = false
 		s.mu.Unlock()
-		item, exe = s.claim(surfaceID)
+		item, exe = s.dispatchClaim(d)
 	}
+}
+
+// dispatchClaim is dispatcher d's claim, counted so that a concurrent
+// submit can tell a claim that saw its row from one that began before.
+func (s *Service) dispatchClaim(d *dispatcher) (*desk.QueueItem, *desk.Execution) {
+	s.mu.Lock()
+	d.begun++
+	d.signal()
+	s.mu.Unlock()
+	item, exe := s.claim(d.surface)
+	s.mu.Lock()
+	d.ended++
+	if exe != nil {
+		d.exe = exe.ID
+	}
+	d.signal()
+	s.mu.Unlock()
+	return item, exe
 }
 
 // claim takes the surface's next admissible row with a starting
@@ -124,6 +179,13 @@ func (s *Service) run(item *desk.QueueItem, exe *desk.Execution, resumed bool) {
 	defer func() {
 		s.mu.Lock()
 		delete(s.active, exe.ID)
+		// Under the same lock as the active entry goes: whoever saw the
+		// turn end (an interrupt waiting on done) and submits next finds
+		// the dispatcher between turns, about to claim.
+		if d := s.dispatchers[exe.SurfaceID]; d != nil && d.exe == exe.ID {
+			d.exe = ""
+			d.signal()
+		}
 		s.mu.Unlock()
 		close(r.done)
 	}()

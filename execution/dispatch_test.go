@@ -18,6 +18,19 @@ import (
 // that finishes at once.
 func service(t *testing.T) (*Service, *desk.Session, *atomic.Int64) {
 	t.Helper()
+	var ran atomic.Int64
+	ex := ExecutorFunc(func(ctx context.Context, t *Turn) (*Outcome, error) {
+		ran.Add(1)
+		return &Outcome{Reply: "ok"}, nil
+	})
+	s, x := serviceWith(t, nil, ex)
+	return s, x, &ran
+}
+
+// serviceWith is service with the store wrapped by wrap (fault and race
+// injection; nil keeps it as it is) and the given executor.
+func serviceWith(t *testing.T, wrap func(desk.Store) desk.Store, ex Executor) (*Service, *desk.Session) {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "desk.db"))
@@ -37,17 +50,16 @@ func service(t *testing.T) (*Service, *desk.Session, *atomic.Int64) {
 	if err := st.CreateSession(ctx, x); err != nil {
 		t.Fatal(err)
 	}
-	var ran atomic.Int64
-	ex := ExecutorFunc(func(ctx context.Context, t *Turn) (*Outcome, error) {
-		ran.Add(1)
-		return &Outcome{Reply: "ok"}, nil
-	})
-	s := New(st, layout.Home{Root: dir}, Options{PollInterval: time.Hour})
+	var store desk.Store = st
+	if wrap != nil {
+		store = wrap(st)
+	}
+	s := New(store, layout.Home{Root: dir}, Options{PollInterval: time.Hour})
 	if err := s.Open(ctx, Run{Executor: ex}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close(context.Background()) })
-	return s, x, &ran
+	return s, x
 }
 
 func enqueue(t *testing.T, s *Service, x *desk.Session, text string) {
@@ -72,7 +84,7 @@ func TestWakeAsyncHandsOffTheClaim(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 4 {
 			wg.Go(func() {
-				if got := s.wakeWith(x.SurfaceID, i%2 == 0); got != nil && got.SurfaceID != x.SurfaceID {
+				if got, _, _ := s.wakeWith(x.SurfaceID, i%2 == 0); got != nil && got.SurfaceID != x.SurfaceID {
 					t.Errorf("claimed a row of another surface: %+v", got)
 				}
 				// No synchronisation with the dispatcher until it has
@@ -123,7 +135,7 @@ func TestWakeDuringCloseAddsNoDispatcher(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.mu.Lock()
-		n := len(s.dispatching)
+		n := len(s.dispatchers)
 		s.mu.Unlock()
 		close(stop)
 		wg.Wait()
@@ -131,7 +143,7 @@ func TestWakeDuringCloseAddsNoDispatcher(t *testing.T) {
 			t.Fatalf("%d dispatchers exist after Close returned", n)
 		}
 		s.mu.Lock()
-		n = len(s.dispatching)
+		n = len(s.dispatchers)
 		s.mu.Unlock()
 		if n != 0 {
 			t.Fatalf("%d dispatchers were started after Close returned", n)

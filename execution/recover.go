@@ -182,17 +182,19 @@ func (s *Service) startResumed() {
 	var later []resumption
 	for _, r := range s.resumes {
 		surface := r.exe.SurfaceID
-		if s.dispatching[surface] {
+		if s.dispatchers[surface] != nil {
 			later = append(later, r)
 			continue
 		}
-		s.dispatching[surface] = true
+		d := newDispatcher(surface)
+		d.exe = r.exe.ID
+		s.dispatchers[surface] = d
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			s.run(r.item, r.exe, true)
-			item, exe := s.claim(surface)
-			s.dispatchLoop(surface, item, exe)
+			item, exe := s.dispatchClaim(d)
+			s.dispatchLoop(d, item, exe)
 		}()
 	}
 	s.resumes = later

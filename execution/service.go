@@ -123,9 +123,8 @@ type Service struct {
 	abandonOnce sync.Once
 
 	mu          sync.Mutex
-	dispatching map[string]bool     // surfaces with a dispatcher in this process
-	again       map[string]bool     // woken while dispatching: look once more
-	active      map[string]*running // executions this process runs
+	dispatchers map[string]*dispatcher // surfaces with a dispatcher in this process
+	active      map[string]*running    // executions this process runs
 	stops       map[string]*stopCall
 	resumes     []resumption // adopted executions not yet running
 
@@ -172,7 +171,7 @@ func New(store desk.Store, home layout.Home, opts Options) *Service {
 		store: store, home: home, opts: opts, log: opts.Logger, hub: newHub(),
 		owner:       &desk.Owner{ID: desk.NewID("own"), PID: os.Getpid()},
 		abandon:     make(chan struct{}),
-		dispatching: map[string]bool{}, again: map[string]bool{}, active: map[string]*running{}, stops: map[string]*stopCall{},
+		dispatchers: map[string]*dispatcher{}, active: map[string]*running{}, stops: map[string]*stopCall{},
 	}
 }
 
@@ -479,10 +478,58 @@ func (s *Service) Submit(ctx context.Context, sessionID string, in desk.SubmitIn
 			}
 		}
 	}
-	if claimed := s.wake(surface); claimed != nil && claimed.ID == row.ID {
+	claimed, d, ticket := s.wakeFor(surface)
+	switch {
+	case claimed != nil && claimed.ID == row.ID:
 		res.Item, res.ExecutionID = claimed, claimed.ExecutionID
+	case d != nil:
+		// Another dispatcher of this process (the poll loop's, a Waker's,
+		// the one finishing the previous turn) may have taken the row
+		// after it committed: the answer is what that dispatcher decided,
+		// not a guess made while it was deciding.
+		if q := s.settledClaim(ctx, d, ticket, row.ID); q != nil {
+			res.Item, res.ExecutionID = q, q.ExecutionID
+		}
 	}
 	return res, nil
+}
+
+// submitClaimWait bounds how long a submit waits for a concurrent
+// dispatcher's claim. A claim is one short transaction; the bound only
+// matters when the database stalls, and then the row is reported queued.
+const submitClaimWait = 10 * time.Second
+
+// settledClaim waits until surface dispatcher d has decided about queue
+// row id, which committed before d's claim number ticket+1 began, and
+// returns the row as it is then. d has decided once a claim it began after
+// the row committed has returned, or it is running a turn with no claim in
+// flight (the row waits behind that turn), or it has exited. The wait is
+// bounded by submitClaimWait and ctx; nil means the row could not be read.
+func (s *Service) settledClaim(ctx context.Context, d *dispatcher, ticket uint64, id string) *desk.QueueItem {
+	timer := time.NewTimer(submitClaimWait)
+	defer timer.Stop()
+wait:
+	for {
+		s.mu.Lock()
+		decided := s.dispatchers[d.surface] != d || d.ended > ticket || (d.ended == d.begun && d.exe != "")
+		changed := d.changed
+		s.mu.Unlock()
+		if decided {
+			break
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	q, err := s.store.GetQueueItem(context.WithoutCancel(ctx), id)
+	if err != nil {
+		return nil
+	}
+	return q
 }
 
 func (s *Service) archiveInbound(ctx context.Context, q *desk.QueueItem) {
