@@ -400,6 +400,12 @@ func (a *Archive) viewLoop() {
 		a.mu.Unlock()
 		a.changedViews(seen, dirty)
 		for ws := range dirty {
+			// The time is taken before the rebuild: a view deleted while
+			// the rebuild runs (after it checked the views on disk) changes
+			// conversations/ as the rebuild's own writes do, so either way
+			// the next tick looks again, and a rebuild that finds nothing
+			// to do writes nothing and settles the time.
+			before := a.viewsModTime(ws)
 			if err := a.RebuildViews(ctx, ws, false); err != nil {
 				if ctx.Err() == nil {
 					a.log.Warn("conversation views", desk.LogWorkspaceID, ws, desk.LogErr, err)
@@ -407,13 +413,10 @@ func (a *Archive) viewLoop() {
 				delete(seen, ws) // try again next time
 				continue
 			}
-			// A workspace with an archive has views once they are built;
-			// no directory now means it was deleted while the rebuild ran,
-			// so look again at the next tick.
-			if mt := a.viewsModTime(ws); !mt.IsZero() {
-				seen[ws] = mt
+			if !before.IsZero() {
+				seen[ws] = before
 			} else {
-				delete(seen, ws)
+				delete(seen, ws) // built just now (or deleted): look again
 			}
 		}
 	}
