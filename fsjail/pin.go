@@ -44,10 +44,11 @@ func swapped(guest, why string) error {
 // looked at without following it (a symbolic link there is refused), and
 // the root opened from it is checked to be the declared directory by
 // device and inode. The identity check is made on the opened root itself,
-// so a swap between the look and the open is caught as well.
+// so a swap between the look and the open is caught as well. OpenDir
+// applies the same rules (checkPin) to a descriptor.
 func openPinned(m Mount, guest string) (*os.Root, error) {
-	if m.Pin == nil || m.Pin.Zero() {
-		return nil, desk.Errorf(desk.EFORBIDDEN, "%s was declared before desk recorded which directory it is; declare the host path again", m.Guest)
+	if err := zeroPin(m); err != nil {
+		return nil, err
 	}
 	parent, name := filepath.Dir(m.Host), filepath.Base(m.Host)
 	pr, err := os.OpenRoot(parent)
@@ -59,14 +60,8 @@ func openPinned(m Mount, guest string) (*os.Root, error) {
 	if err != nil {
 		return nil, mapErr("open mount", guest, err)
 	}
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return nil, swapped(m.Guest, "the host path is now a symbolic link")
-	case !fi.IsDir():
-		return nil, swapped(m.Guest, "the host path is no longer a directory")
-	}
-	if id, ok := IdentityOf(fi); !ok || id != *m.Pin {
-		return nil, swapped(m.Guest, "the host path is another directory now (device and inode differ)")
+	if err := checkPin(m, fi, false); err != nil {
+		return nil, err
 	}
 	r, err := pr.OpenRoot(name)
 	if err != nil {
@@ -77,11 +72,39 @@ func openPinned(m Mount, guest string) (*os.Root, error) {
 		r.Close()
 		return nil, mapErr("open mount", guest, err)
 	}
-	if id, ok := IdentityOf(st); !ok || id != *m.Pin {
+	if err := checkPin(m, st, true); err != nil {
 		r.Close()
-		return nil, swapped(m.Guest, "the host path was replaced while it was being opened")
+		return nil, err
 	}
 	return r, nil
+}
+
+// zeroPin refuses a pinned mount whose identity was never recorded.
+func zeroPin(m Mount) error {
+	if m.Pin == nil || m.Pin.Zero() {
+		return desk.Errorf(desk.EFORBIDDEN, "%s was declared before desk recorded which directory it is; declare the host path again", m.Guest)
+	}
+	return nil
+}
+
+// checkPin compares what a pinned mount's host path is now with its
+// declaration: fi describes the last element, not followed (a look before
+// the open), or the opened directory itself (opened set), which is what
+// decides, since it cannot change under the caller any more.
+func checkPin(m Mount, fi fs.FileInfo, opened bool) error {
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return swapped(m.Guest, "the host path is now a symbolic link")
+	case !fi.IsDir():
+		return swapped(m.Guest, "the host path is no longer a directory")
+	}
+	if id, ok := IdentityOf(fi); !ok || id != *m.Pin {
+		if opened {
+			return swapped(m.Guest, "the host path was replaced while it was being opened")
+		}
+		return swapped(m.Guest, "the host path is another directory now (device and inode differ)")
+	}
+	return nil
 }
 
 // CheckPinned opens every pinned mount (the declared host paths), so that a

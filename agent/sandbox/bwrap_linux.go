@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/fsjail"
 )
 
 // Bubblewrap returns the sandboxed Runner, running bwrap at bwrapPath. On
@@ -36,6 +37,9 @@ type bubblewrap struct {
 	// extraArgs are placed before the guest mounts; tests use them to make
 	// the sandbox's set-up fail.
 	extraArgs []string
+	// opened, when set, runs after the mounts' directories were opened and
+	// before bwrap starts: tests swap a directory there.
+	opened func()
 
 	mu      sync.Mutex
 	probed  bool  // init has its answer
@@ -176,6 +180,9 @@ const (
 	fdGroup    = 6
 	fdHosts    = 7
 	fdNsswitch = 8
+	// fdMounts is the first guest mount's directory (--bind-fd); mount i
+	// of the plan is fdMounts+i.
+	fdMounts = 9
 )
 
 // startWrapper runs as the sandbox's command: it reports through fd 3 that
@@ -241,6 +248,24 @@ func (b *bubblewrap) launch(p *plan, stdout, stderr *os.File, userns bool) (*pro
 		w.Close()
 		extra = append(extra, r)
 	}
+	// The guest mounts are opened here, in desk, and handed to bwrap as
+	// descriptors: bwrap binds what they refer to (--bind-fd), so a
+	// directory swapped for a symbolic link after these opens (after
+	// CheckPinned, after prepare) changes nothing. Binding by path would
+	// leave that window open, and a declared host path replaced by a link
+	// to DESK_HOME would show the command desk's own home.
+	for _, m := range p.mounts {
+		f, err := fsjail.OpenDir(fsjail.Mount{Guest: m.Guest, Host: m.Host, Pin: m.Pin})
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		closers = append(closers, f)
+		extra = append(extra, f)
+	}
+	if b.opened != nil {
+		b.opened()
+	}
 
 	cmd := exec.Command(b.path, bwrapArgs(p, userns, b.extraArgs)...)
 	if p.cgroup != nil && len(p.cgroup.procs) > 0 {
@@ -255,6 +280,8 @@ func (b *bubblewrap) launch(p *plan, stdout, stderr *os.File, userns bool) (*pro
 	setProcAttr(cmd)
 	noInheritedFDs()
 	err = cmd.Start()
+	// bwrap has its copies of the descriptors now (and closes those of the
+	// mounts once bound, before the command runs); desk's are closed here.
 	for _, f := range closers {
 		if f != startedR && f != infoR {
 			f.Close()
@@ -443,8 +470,9 @@ func pidNamespace(pid int) (uint64, bool) {
 //     sandbox's name) and nsswitch.conf; /etc/resolv.conf only with the
 //     network. Not the host's /etc: as root, a command could read
 //     /etc/shadow and any key file kept there.
-//   - The guest mounts in the Spec's order (--bind or --ro-bind), their
-//     missing mount points created with --dir in the sandbox's root.
+//   - The guest mounts in the Spec's order, each from the descriptor desk
+//     opened for it (--bind-fd or --ro-bind-fd, fdMounts+i; see launch),
+//     their missing mount points created with --dir in the sandbox's root.
 //   - --remount-ro /: the root tmpfs itself is read-only, so writes land
 //     only in writable mounts and /tmp.
 //   - --chdir, then /bin/sh running startWrapper and the command.
@@ -563,7 +591,8 @@ func etcArgs(network bool) []string {
 	return a
 }
 
-// mountArgs binds the guest mounts in order. A mount point inside an
+// mountArgs binds the guest mounts in order, mount i from descriptor
+// fdMounts+i (never by host path: see launch). A mount point inside an
 // earlier mount exists already (prepare checked it); any other is created
 // with --dir in the sandbox's tmpfs root, parents first, unless it lies in
 // a read-only system directory, where it must exist.
@@ -588,11 +617,11 @@ func mountArgs(ms []Mount) []string {
 				made[chain[j]] = true
 			}
 		}
-		op := "--ro-bind"
+		op := "--ro-bind-fd"
 		if m.Writable {
-			op = "--bind"
+			op = "--bind-fd"
 		}
-		a = append(a, op, m.Host, m.Guest)
+		a = append(a, op, strconv.Itoa(fdMounts+i), m.Guest)
 	}
 	return a
 }

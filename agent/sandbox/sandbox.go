@@ -31,6 +31,12 @@
 //   - Hand a command a file descriptor that desk inherited from whatever
 //     started it (an open directory leads out of any sandbox): they are
 //     marked close-on-exec before each command starts.
+//   - Bind a mount by its host path. Each mount's directory is opened in
+//     desk (fsjail.OpenDir: no symbolic link at its last element, a
+//     declared host path checked to be the declared directory) and bwrap
+//     binds that descriptor, so a directory swapped after the checks (a
+//     host path replaced by a link to DESK_HOME) is never what a command
+//     sees.
 //   - Put a host path in a message an agent can see: Spec errors and Denied
 //     reasons name guest paths. (Inside the sandbox, /proc/self/mountinfo
 //     still names the host directories behind the mounts; bind mounts
@@ -83,10 +89,18 @@ const (
 // Mount is one guest directory backed by a host directory. Mounts are
 // applied in order, so a later mount may shadow part of an earlier one: a
 // read-only /artifacts/immutable after a writable /artifacts.
+//
+// The sandbox binds each mount from a descriptor it opened itself, not by
+// path (see bwrapArgs), so a mount is the directory that was checked.
 type Mount struct {
 	Guest    string // absolute, clean guest path; not "/", not under /proc or /dev
-	Host     string // absolute host directory; must exist
+	Host     string // absolute host directory; must exist and not be a symbolic link
 	Writable bool
+	// Pin, when set, is the identity recorded when the host directory was
+	// declared (a workspace's host path): the sandbox binds it only while
+	// Host is still that directory (fsjail.OpenDir), else the run fails
+	// with the *fsjail.SwappedError and nothing runs.
+	Pin *fsjail.FileID
 }
 
 // Spec is one command to run.
@@ -186,7 +200,7 @@ func FromJail(ms []fsjail.Mount) ([]Mount, error) {
 	out := make([]Mount, 0, len(ms))
 	var sub []Mount
 	for _, m := range ms {
-		out = append(out, Mount{Guest: m.Guest, Host: m.Host, Writable: !m.ReadOnly})
+		out = append(out, Mount{Guest: m.Guest, Host: m.Host, Writable: !m.ReadOnly, Pin: m.Pin})
 		if m.ReadOnly {
 			continue
 		}
@@ -311,7 +325,7 @@ func prepare(s Spec, direct bool) (*plan, error) {
 		if !fi.IsDir() {
 			return nil, desk.Errorf(desk.EINVALID, "mount %s: its host path is not a directory", g)
 		}
-		p.mounts = append(p.mounts, Mount{Guest: g, Host: h, Writable: m.Writable})
+		p.mounts = append(p.mounts, Mount{Guest: g, Host: h, Writable: m.Writable, Pin: m.Pin})
 	}
 	if err := checkNesting(p.mounts); err != nil {
 		return nil, err

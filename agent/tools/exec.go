@@ -90,8 +90,10 @@ func (t execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, er
 	if err != nil {
 		return fsResult(err, a.Cwd)
 	}
-	// The sandbox binds mounts by path: a declared host path swapped since
-	// its declaration is refused here, before anything binds it.
+	// A declared host path swapped since its declaration is refused here,
+	// before anything runs (Direct, too, uses the mounts by path). The
+	// sandbox opens every mount again itself and binds the descriptor it
+	// checked (fsjail.OpenDir), so a swap after this check changes nothing.
 	if err := env.Jail.CheckPinned(); err != nil {
 		return fsResult(err, a.Cwd)
 	}
@@ -126,8 +128,13 @@ func (t execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, er
 		return r, nil
 	}
 	if err != nil {
-		if desk.ErrorCode(err) == desk.EINVALID || desk.ErrorCode(err) == desk.EFORBIDDEN {
+		switch desk.ErrorCode(err) {
+		case desk.EINVALID, desk.ENOTFOUND: // ENOTFOUND: a mount's directory vanished meanwhile
 			return Fail(CodeBadInput, "%s", desk.ErrorMessage(err)), nil
+		case desk.EFORBIDDEN:
+			// A mount the sandbox refused to bind: a host path swapped
+			// after the check above, a directory replaced by a link.
+			return fsResult(err, cwd)
 		}
 		return nil, err
 	}
