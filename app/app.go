@@ -30,6 +30,7 @@ import (
 	"github.com/desk-runtime/desk/httpapi"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/lifecycle"
+	"github.com/desk-runtime/desk/loginlink"
 	"github.com/desk-runtime/desk/mcpserver"
 	"github.com/desk-runtime/desk/oplog"
 	"github.com/desk-runtime/desk/selection"
@@ -50,7 +51,9 @@ type Config struct {
 	// SQLiteSynchronous is "full" (default) or "normal"
 	// (DESK_SQLITE_SYNCHRONOUS); see sqlite.Options.
 	SQLiteSynchronous string
-	AdminToken        string // DESK_ADMIN_TOKEN; generated into Home when empty
+	AdminToken        string           // DESK_ADMIN_TOKEN; generated into Home when empty
+	LoginLinkTTL      time.Duration    // how long a login link's code is valid; 0 = loginlink.DefaultTTL
+	LoginLinkClock    func() time.Time // the login links' clock (tests inject one); nil = time.Now
 	// MaxArtifactBytes refuses larger artifacts; 0 means no limit.
 	MaxArtifactBytes int64
 	// ArchiveTZ names the time zone that decides an archive record's day
@@ -125,6 +128,10 @@ type App struct {
 	Templates *template.Service
 	Absorb    *absorb.Service
 	UI        *uistate.Service // drafts, open holds, unread
+	// LoginLinks issues the one-time codes of login links, which sign a
+	// browser in as the admin (printed by desk serve, asked for by desk
+	// login-link); they live only in this process's memory.
+	LoginLinks *loginlink.Codes
 	// Streams owns the open event streams of the API and the web UI; a
 	// shutdown ends them (see Serve).
 	Streams *httpapi.Streams
@@ -190,7 +197,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("DESK_ARCHIVE_TZ: %w", err)
 	}
-	a := &App{Config: cfg, Home: home, AdminToken: token}
+	a := &App{Config: cfg, Home: home, AdminToken: token, LoginLinks: loginlink.New(token, cfg.LoginLinkTTL, cfg.LoginLinkClock)}
 	defer func() {
 		if err != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CloseTimeout)
@@ -337,12 +344,12 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
 		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		UI: a.UI, Streams: a.Streams, Logger: a.Logger.With("component", "http"), Version: cfg.Version, BodyIdleTimeout: cfg.BodyIdleTimeout,
-		AuthLog: httpapi.NewAuthFailures(a.Logger.With("component", "http"), 0, nil),
+		AuthLog: httpapi.NewAuthFailures(a.Logger.With("component", "http"), 0, nil), LoginLinks: a.LoginLinks,
 	}
 	// The web UI is served at / beside the API.
 	api.Web = web.New(web.Deps{Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Files: a.Files,
 		Exec: a.Exec, Agent: a.Agent, Store: store, Logs: a.Logs, UI: a.UI, Catalog: a.Lifecycle, Streams: a.Streams,
-		Logger: a.Logger.With("component", "web"), Version: cfg.Version, AuthLog: api.AuthLog})
+		Logger: a.Logger.With("component", "web"), Version: cfg.Version, AuthLog: api.AuthLog, LoginLinks: a.LoginLinks})
 	// MCP is served at /mcp over the API handler itself, in process, with
 	// the caller's own token (see package mcpserver).
 	apiH := api.Handler()

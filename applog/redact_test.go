@@ -12,6 +12,7 @@ import (
 var (
 	deskToken  = "desk_" + strings.Repeat("abcdefgh23", 5) + "xy"
 	adminToken = "deskadm_" + strings.Repeat("qrstuv4567", 5) + "ab"
+	loginCode  = "desklink_" + strings.Repeat("mnopq23456", 5) + "cd"
 	anthropic  = "sk-ant-api03-" + strings.Repeat("Ab9_x-", 15)
 	openaiProj = "sk-proj-" + strings.Repeat("Zx81_", 20)
 	openaiOld  = "sk-" + strings.Repeat("a1B2c3D4", 6)
@@ -43,6 +44,7 @@ func TestRedactString(t *testing.T) {
 		// Credentials recognizable by shape.
 		{"token " + deskToken + " used", "token [REDACTED] used"},
 		{"admin " + adminToken, "admin [REDACTED]"},
+		{"GET /login?code=" + loginCode + " 303", "GET /login?code=[REDACTED] 303"},
 		{"key " + anthropic + " end", "key [REDACTED] end"},
 		{"key " + openaiProj, "key [REDACTED]"},
 		{"key " + openaiOld + ".", "key [REDACTED]."},

@@ -460,6 +460,16 @@ func (c *Client) StoragePressure(ctx context.Context, level string) (*desk.Recla
 	return &rep, nil
 }
 
+// LoginLink asks the server for a fresh one-time login link for the web
+// UI (admin token only).
+func (c *Client) LoginLink(ctx context.Context) (*desk.LoginLink, error) {
+	var l desk.LoginLink
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/admin/login-links", nil, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
 // nonNilBody makes a nil body an empty one, so uploads always carry a body.
 func nonNilBody(r io.Reader) io.Reader {
 	if r == nil {

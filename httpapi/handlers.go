@@ -206,6 +206,25 @@ func (s *Server) storagePressure(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// createLoginLink issues a login link on the address the caller reached
+// desk at, so the link works from wherever the CLI does.
+func (s *Server) createLoginLink(w http.ResponseWriter, r *http.Request) error {
+	if p, _ := desk.PrincipalFrom(r.Context()); !p.Admin {
+		return desk.Errorf(desk.EFORBIDDEN, "only the admin token may issue a login link")
+	}
+	if s.LoginLinks == nil {
+		return desk.Errorf(desk.EUNAVAILABLE, "this server issues no login links")
+	}
+	code, exp := s.LoginLinks.Issue()
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, desk.LoginLink{URL: desk.LoginLinkURL(scheme+"://"+r.Host, code), ExpiresAt: exp.UTC()})
+	return nil
+}
+
 // nonNil makes empty lists encode as [] rather than null.
 func nonNil[T any](xs []T) []T {
 	if xs == nil {

@@ -181,5 +181,7 @@ func adminRoutes() []route {
 	return []route{
 		{Method: "POST", Path: "/v1/admin/storage-pressure", Tag: "admin", Summary: "Reclaim unowned space (scratch, abandoned temporary files, unreachable items). Never deletes an artifact.",
 			Body: "PressureRequest", Resp: "ReclaimReport", Status: 200, handle: (*Server).storagePressure},
+		{Method: "POST", Path: "/v1/admin/login-links", Tag: "admin", Summary: "Issue a one-time login link for the web UI (admin): visiting it before it expires signs a browser in as the admin, once. The code lives only in the server's memory.",
+			Resp: "LoginLink", Status: 201, handle: (*Server).createLoginLink},
 	}
 }

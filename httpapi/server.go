@@ -31,6 +31,12 @@ type Reclaimer interface {
 	Pressure(ctx context.Context, level string) (*desk.ReclaimReport, error)
 }
 
+// LoginLinks issues the one-time codes of login links (see package
+// loginlink).
+type LoginLinks interface {
+	Issue() (code string, expires time.Time)
+}
+
 // Server serves the HTTP API over the services it is given.
 type Server struct {
 	Workspaces desk.WorkspaceService
@@ -51,6 +57,7 @@ type Server struct {
 	Lifecycle  Lifecycle
 	Templates  Templates
 	Absorb     Absorber
+	LoginLinks LoginLinks   // nil: login links answer unavailable
 	Web        http.Handler // everything outside the API (the web UI at /); nil: JSON not-found
 	// Streams owns the open event streams, so a shutdown can end them;
 	// nil makes one of the server's own.

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -134,12 +135,61 @@ func safeNext(next string) string {
 }
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Has("code") {
+		s.loginLink(w, r)
+		return
+	}
+	msg := ""
+	if r.URL.Query().Get("error") != "" {
+		msg = "That token was not accepted."
+	}
+	s.renderLogin(w, r, http.StatusOK, safeNext(r.URL.Query().Get("next")), msg)
+}
+
+// renderLogin shows the sign-in form with a fresh double-submit secret.
+func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, status int, next, msg string) {
 	secret := randomString()
 	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: secret, Path: "/login", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: 3600})
 	w.Header().Set("Cache-Control", "no-store")
-	s.renderStatus(w, http.StatusOK, "login-page", map[string]any{"CSRF": secret, "Next": safeNext(r.URL.Query().Get("next")),
-		"Error": r.URL.Query().Get("error") != "", "Version": s.d.Version})
+	s.renderStatus(w, status, "login-page", map[string]any{"CSRF": secret, "Next": next,
+		"Error": msg, "Version": s.d.Version})
+}
+
+// loginLink exchanges a login link's one-time code for the session
+// cookie the token form sets, then sends the browser to / so the code
+// leaves the address bar and the history. The code never reaches a log:
+// a refusal is noted by path only, and the redactor knows its shape.
+func (s *Server) loginLink(w http.ResponseWriter, r *http.Request) {
+	var tok string
+	ok := s.d.LoginLinks != nil
+	if ok {
+		tok, ok = s.d.LoginLinks.Redeem(r.URL.Query().Get("code"))
+	}
+	if !ok {
+		s.d.AuthLog.Note(r, "web login link", desk.Errorf(desk.EUNAUTHORIZED, "login link used, expired or unknown"))
+		s.renderLogin(w, r, http.StatusUnauthorized, "/",
+			"This login link was already used, has expired or is unknown. Run desk login-link for a new one, or sign in with a token.")
+		return
+	}
+	s.setSession(w, r, tok)
+	s.log.Info("signed in with a login link", desk.LogRemote, remoteHost(r))
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// setSession sets the session cookie and drops the login form's secret.
+func (s *Server) setSession(w http.ResponseWriter, r *http.Request, tok string) {
+	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: "", Path: "/login", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: tok, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: tokenMaxAge})
+	w.Header().Set("Cache-Control", "no-store")
+}
+
+func remoteHost(r *http.Request) string {
+	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return h
+	}
+	return r.RemoteAddr
 }
 
 // login checks the pasted token and sets the cookie. The form is guarded by
@@ -167,9 +217,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/login?error=1&next="+url.QueryEscape(next), http.StatusSeeOther)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: "", Path: "/login", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: tok, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: tokenMaxAge})
+	s.setSession(w, r, tok)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 

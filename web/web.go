@@ -111,6 +111,15 @@ type Deps struct {
 	// AuthLog logs refused sign-ins (rate-limited, shared with the API);
 	// nil logs none.
 	AuthLog *httpapi.AuthFailures
+	// LoginLinks redeems the one-time codes of login links
+	// (/login?code=…); nil refuses every code.
+	LoginLinks LoginLinks
+}
+
+// LoginLinks redeems a login link's one-time code for the token the
+// session cookie holds (see package loginlink).
+type LoginLinks interface {
+	Redeem(code string) (token string, ok bool)
 }
 
 // Server is the web UI.

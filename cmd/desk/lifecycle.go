@@ -274,7 +274,9 @@ func start(cmd *cobra.Command, g *globals, addr, pg string, wait time.Duration, 
 	if err != nil {
 		return err
 	}
-	child := exec.Command(exe, append([]string{"serve", "--home", home}, serveArgs...)...)
+	// The server's output goes to desk.log, which is no place for a
+	// login link's code: this terminal asks for a link once desk answers.
+	child := exec.Command(exe, append([]string{"serve", "--home", home, "--login-link=false"}, serveArgs...)...)
 	child.Stdout, child.Stderr = logf, logf
 	// A new session: the server does not die with this terminal's process
 	// group, and a Ctrl-C here does not reach it.
@@ -293,8 +295,12 @@ func start(cmd *cobra.Command, g *globals, addr, pg string, wait time.Duration, 
 		}
 		st := readRunState(cmd.Context(), home)
 		if st.State == "running" && st.PID == child.Process.Pid {
+			link := startLoginLink(cmd, g, home, st.URL)
 			return out(cmd, g, st, func(w io.Writer) {
 				fmt.Fprintf(w, "desk started (pid %d) at %s\nlog: %s\n", st.PID, st.URL, logPath)
+				if link != nil {
+					fmt.Fprintf(w, "sign in (one-time link, until %s): %s\n", link.ExpiresAt.Local().Format(time.Kitchen), link.URL)
+				}
 			})
 		}
 		if time.Now().After(deadline) {
@@ -425,4 +431,23 @@ func restartCmd(g *globals) *cobra.Command {
 	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to wait for the server to answer")
 	cmd.Flags().DurationVar(&timeout, "timeout", 45*time.Second, "how long to wait for the old server to exit")
 	return cmd
+}
+
+// startLoginLink asks the server desk start just started for a login
+// link, for the starting terminal. Without a usable admin token (an actor
+// token in DESK_TOKEN, say) there is no link, and start still succeeds.
+func startLoginLink(cmd *cobra.Command, g *globals, home, url string) *desk.LoginLink {
+	cg := *g
+	cg.home, cg.server = home, url
+	c, err := cg.client()
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+	defer cancel()
+	l, err := c.LoginLink(ctx)
+	if err != nil {
+		return nil
+	}
+	return l
 }

@@ -22,6 +22,7 @@ import (
 
 func serveCmd(g *globals) *cobra.Command {
 	var addr, pg string
+	var printLink bool
 	var bodyIdle time.Duration
 	var maxArtifact, actorQuota, importMax, importRatio int64
 	cmd := &cobra.Command{
@@ -127,6 +128,15 @@ search tool at a SearXNG instance.`,
 				}
 				log.Info("desk serving", "url", url, "home", home, "store", store,
 					"admin_token", tokenFrom, "version", buildVersion())
+				// Straight to stdout, never through the logger: the link's
+				// code is a credential for as long as it lives.
+				o := cmd.OutOrStdout()
+				fmt.Fprintf(o, "desk is serving the web UI at %s\n", url)
+				if printLink {
+					code, exp := a.LoginLinks.Issue()
+					fmt.Fprintf(o, "sign in (one-time link, until %s): %s\n", exp.Local().Format(time.Kitchen), desk.LoginLinkURL(url, code))
+				}
+				fmt.Fprintf(o, "admin token: %s\n", tokenFrom)
 			})
 			if err != nil {
 				return err
@@ -137,6 +147,10 @@ search tool at a SearXNG instance.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", "", "listen address (env DESK_ADDR; default "+defaultAddr+")")
 	cmd.Flags().StringVar(&pg, "postgres", "", "Postgres DSN (env DESK_POSTGRES); SQLite in DESK_HOME when unset")
+	// desk start turns the link off: its output goes to desk.log, and the
+	// starting terminal asks for a link of its own instead.
+	cmd.Flags().BoolVar(&printLink, "login-link", true, "print a one-time login link for the web UI at startup")
+	_ = cmd.Flags().MarkHidden("login-link")
 	cmd.Flags().Int64Var(&maxArtifact, "max-artifact-bytes", 0, "refuse artifacts larger than this (env DESK_MAX_ARTIFACT_BYTES; 0 = no limit)")
 	cmd.Flags().Int64Var(&actorQuota, "actor-quota-bytes", 0, "bound each actor's file area (env DESK_ACTOR_QUOTA_BYTES; 0 = unlimited)")
 	cmd.Flags().Int64Var(&importMax, "import-max-bytes", 0, "refuse workspace imports larger than this, compressed or unpacked (env DESK_IMPORT_MAX_BYTES; 0 = 64 GiB)")
