@@ -9,7 +9,9 @@ import (
 
 // WorkspaceService creates workspaces and actors and authenticates tokens.
 type WorkspaceService interface {
-	CreateWorkspace(ctx context.Context, name string) (*Workspace, error)
+	// CreateWorkspace refuses a name another workspace has (ECONFLICT)
+	// unless in.AllowDuplicateName; see WorkspaceCreate.
+	CreateWorkspace(ctx context.Context, in WorkspaceCreate) (*Workspace, error)
 	GetWorkspace(ctx context.Context, id string) (*Workspace, error)
 	ListWorkspaces(ctx context.Context) ([]*Workspace, error)
 	// CreateActor returns the actor and its token; the token is shown once

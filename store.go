@@ -18,7 +18,11 @@ type Store interface {
 	UsageStore
 
 	// Workspaces.
-	CreateWorkspace(ctx context.Context, w *Workspace, owner *Actor) error
+	// CreateWorkspace inserts w and its owner. Unless allowDuplicateName,
+	// it fails with ECONFLICT when a workspace that is not purged has
+	// w.Name, checked in the same transaction as the insert so that of two
+	// concurrent creates with one name exactly one succeeds.
+	CreateWorkspace(ctx context.Context, w *Workspace, owner *Actor, allowDuplicateName bool) error
 	GetWorkspace(ctx context.Context, id string) (*Workspace, error)
 	ListWorkspaces(ctx context.Context) ([]*Workspace, error)
 

@@ -27,6 +27,22 @@ type Workspace struct {
 	PrimaryRoot string     `json:"primary_root,omitempty"`
 }
 
+// WorkspaceCreate is the input of WorkspaceService.CreateWorkspace.
+//
+// Workspace names are unique among the workspaces that are not purged: a
+// name that an active, offboarding, departed, restoring or purging
+// workspace has is taken (a departed workspace may be restored, and a
+// purging one is not gone until its purge completes), so creating another one answers
+// ECONFLICT unless AllowDuplicateName is set. A purged workspace keeps its
+// catalog row and its id forever, but not its name. Names compare exactly,
+// after trimming surrounding space.
+type WorkspaceCreate struct {
+	Name string `json:"name"`
+	// AllowDuplicateName creates the workspace even when another one has
+	// the same name; the catalog then tells them apart by id.
+	AllowDuplicateName bool `json:"allow_duplicate_name,omitempty"`
+}
+
 // Actor kinds.
 const (
 	ActorHuman = "human"

@@ -56,7 +56,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) workspace(name string) *desk.Workspace {
 	e.t.Helper()
-	w, err := e.ws.CreateWorkspace(e.ctx, name)
+	w, err := e.ws.CreateWorkspace(e.ctx, desk.WorkspaceCreate{Name: name})
 	if err != nil {
 		e.t.Fatal(err)
 	}

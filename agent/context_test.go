@@ -23,7 +23,7 @@ func TestRecentMessagesReadsOnlyWhatFits(t *testing.T) {
 	now := desk.Now()
 	w := &desk.Workspace{ID: desk.NewID(desk.PrefixWorkspace), Name: "w", State: desk.WorkspaceActive, CreatedAt: now, UpdatedAt: now}
 	owner := &desk.Actor{ID: desk.NewID(desk.PrefixActor), WorkspaceID: w.ID, Name: desk.OwnerActorName, Kind: desk.ActorHuman, CreatedAt: now}
-	if err := st.CreateWorkspace(ctx, w, owner); err != nil {
+	if err := st.CreateWorkspace(ctx, w, owner, false); err != nil {
 		t.Fatal(err)
 	}
 	x := &desk.Session{ID: desk.NewID(desk.PrefixSession), Signature: desk.NewSignature(), WorkspaceID: w.ID, Actor: owner.ID,

@@ -447,7 +447,7 @@ func TestPurgeKeepsTombstones(t *testing.T) {
 		t.Fatalf("second purge: %+v", res)
 	}
 	now := desk.Now()
-	err := w.App.Store.CreateWorkspace(ctx, &desk.Workspace{ID: w.ws.ID, Name: "again", State: desk.WorkspaceActive, CreatedAt: now, UpdatedAt: now}, nil)
+	err := w.App.Store.CreateWorkspace(ctx, &desk.Workspace{ID: w.ws.ID, Name: "again", State: desk.WorkspaceActive, CreatedAt: now, UpdatedAt: now}, nil, false)
 	if !desk.IsCode(err, desk.ECONFLICT) || !strings.Contains(desk.ErrorMessage(err), "permanently reserved") {
 		t.Fatalf("create with a purged id: %v", err)
 	}

@@ -147,7 +147,7 @@ func TestQueuePropertyModel(t *testing.T) {
 			rt.Fatal(err)
 		}
 		defer func() { a.Close(context.Background()) }()
-		w, err := a.Workspaces.CreateWorkspace(ctx, "prop")
+		w, err := a.Workspaces.CreateWorkspace(ctx, desk.WorkspaceCreate{Name: "prop"})
 		if err != nil {
 			rt.Fatal(err)
 		}

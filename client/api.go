@@ -28,10 +28,24 @@ func (c *Client) Health(ctx context.Context) (string, error) {
 
 // Workspaces and actors.
 
-// CreateWorkspace creates a workspace (admin token only).
+// CreateWorkspace creates a workspace (admin token only). A name another
+// workspace has is refused with ECONFLICT; CreateWorkspaceWith can allow it.
 func (c *Client) CreateWorkspace(ctx context.Context, name string) (*desk.Workspace, error) {
+	return c.CreateWorkspaceWith(ctx, WorkspaceCreate{WorkspaceCreate: desk.WorkspaceCreate{Name: name}})
+}
+
+// WorkspaceCreate is the body of POST /v1/workspaces.
+type WorkspaceCreate struct {
+	desk.WorkspaceCreate
+	// Template fills checkout/ from a registered template: "name" (the
+	// version registered last) or "name@version"; empty for none.
+	Template string `json:"template,omitempty"`
+}
+
+// CreateWorkspaceWith creates a workspace as in describes (admin token only).
+func (c *Client) CreateWorkspaceWith(ctx context.Context, in WorkspaceCreate) (*desk.Workspace, error) {
 	var w desk.Workspace
-	if err := c.doJSON(ctx, http.MethodPost, "/v1/workspaces", map[string]string{"name": name}, &w); err != nil {
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/workspaces", in, &w); err != nil {
 		return nil, err
 	}
 	return &w, nil

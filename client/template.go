@@ -46,12 +46,7 @@ func (c *Client) ListTemplates(ctx context.Context) ([]*desk.TemplateVersion, er
 // CreateWorkspaceFromTemplate creates a workspace whose checkout/ is filled
 // from a template: "name" (the version registered last) or "name@version".
 func (c *Client) CreateWorkspaceFromTemplate(ctx context.Context, name, template string) (*desk.Workspace, error) {
-	var w desk.Workspace
-	in := map[string]string{"name": name, "template": template}
-	if err := c.doJSON(ctx, http.MethodPost, "/v1/workspaces", in, &w); err != nil {
-		return nil, err
-	}
-	return &w, nil
+	return c.CreateWorkspaceWith(ctx, WorkspaceCreate{WorkspaceCreate: desk.WorkspaceCreate{Name: name}, Template: template})
 }
 
 func toQuery(to string) url.Values {

@@ -41,7 +41,7 @@ func serviceWith(t *testing.T, wrap func(desk.Store) desk.Store, ex Executor) (*
 	now := desk.Now()
 	w := &desk.Workspace{ID: desk.NewID(desk.PrefixWorkspace), Name: "w", State: desk.WorkspaceActive, CreatedAt: now, UpdatedAt: now}
 	a := &desk.Actor{ID: desk.NewID(desk.PrefixActor), WorkspaceID: w.ID, Name: desk.OwnerActorName, Kind: desk.ActorHuman, CreatedAt: now}
-	if err := st.CreateWorkspace(ctx, w, a); err != nil {
+	if err := st.CreateWorkspace(ctx, w, a, false); err != nil {
 		t.Fatal(err)
 	}
 	x := &desk.Session{ID: desk.NewID(desk.PrefixSession), Signature: desk.NewSignature(), WorkspaceID: w.ID, Actor: a.ID,

@@ -21,7 +21,7 @@ type ignoredOrigin struct {
 
 func (s *Server) createWorkspace(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
-		Name string `json:"name"`
+		desk.WorkspaceCreate
 		// Template ("name" or "name@version") fills checkout/ from a
 		// registered template and records the baseline for upgrades.
 		Template string `json:"template"`
@@ -33,9 +33,9 @@ func (s *Server) createWorkspace(w http.ResponseWriter, r *http.Request) error {
 	var ws *desk.Workspace
 	var err error
 	if in.Template != "" {
-		ws, err = s.Templates.CreateWorkspace(r.Context(), in.Name, in.Template)
+		ws, err = s.Templates.CreateWorkspace(r.Context(), in.WorkspaceCreate, in.Template)
 	} else {
-		ws, err = s.Workspaces.CreateWorkspace(r.Context(), in.Name)
+		ws, err = s.Workspaces.CreateWorkspace(r.Context(), in.WorkspaceCreate)
 	}
 	if err != nil {
 		return err

@@ -66,7 +66,7 @@ func systemRoutes() []route {
 
 func workspaceRoutes() []route {
 	return []route{
-		{Method: "POST", Path: "/v1/workspaces", Tag: "workspaces", Summary: "Create a workspace (admin). It starts with a human actor named owner.",
+		{Method: "POST", Path: "/v1/workspaces", Tag: "workspaces", Summary: "Create a workspace (admin). It starts with a human actor named owner. A name that a workspace which is not purged has is 409 conflict unless allow_duplicate_name is true.",
 			Body: "WorkspaceCreate", Resp: "Workspace", Status: 201, handle: (*Server).createWorkspace},
 		{Method: "GET", Path: "/v1/workspaces", Tag: "workspaces", Summary: "List the workspaces the caller can see.",
 			Resp: "WorkspaceList", Status: 200, handle: (*Server).listWorkspaces},

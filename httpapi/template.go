@@ -11,7 +11,7 @@ import (
 type Templates interface {
 	Add(ctx context.Context, name, version string, files []desk.TemplateFile) (*desk.TemplateVersion, error)
 	List(ctx context.Context) ([]*desk.TemplateVersion, error)
-	CreateWorkspace(ctx context.Context, name, ref string) (*desk.Workspace, error)
+	CreateWorkspace(ctx context.Context, in desk.WorkspaceCreate, ref string) (*desk.Workspace, error)
 	Plan(ctx context.Context, ws, to string) (*desk.UpgradePlan, error)
 	Apply(ctx context.Context, ws, to string, in desk.UpgradeApply) (*desk.UpgradeResult, error)
 }

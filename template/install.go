@@ -25,7 +25,7 @@ type installData struct {
 // version registered last, or "name@version"): the template's files land
 // in checkout/ and the managed ones become the workspace's baseline. The
 // template is resolved first, so naming an unknown one creates nothing.
-func (s *Service) CreateWorkspace(ctx context.Context, name, ref string) (*desk.Workspace, error) {
+func (s *Service) CreateWorkspace(ctx context.Context, in desk.WorkspaceCreate, ref string) (*desk.Workspace, error) {
 	if err := desk.RequireAdmin(ctx, "create workspaces"); err != nil {
 		return nil, err
 	}
@@ -37,7 +37,7 @@ func (s *Service) CreateWorkspace(ctx context.Context, name, ref string) (*desk.
 	if err != nil {
 		return nil, err
 	}
-	w, err := s.workspaces.CreateWorkspace(ctx, name)
+	w, err := s.workspaces.CreateWorkspace(ctx, in)
 	if err != nil {
 		return nil, err
 	}

@@ -183,7 +183,7 @@ func statuses(p *desk.UpgradePlan) map[string]string {
 func TestCreateFromTemplateRecordsBaseline(t *testing.T) {
 	e := newEnv(t)
 	e.twoVersions()
-	w, err := e.svc.CreateWorkspace(e.ctx, "proj", "basic@1")
+	w, err := e.svc.CreateWorkspace(e.ctx, desk.WorkspaceCreate{Name: "proj"}, "basic@1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestCreateFromTemplateRecordsBaseline(t *testing.T) {
 		t.Fatal("an unmanaged file is in the baseline")
 	}
 	// Latest by default.
-	w2, err := e.svc.CreateWorkspace(e.ctx, "proj2", "basic")
+	w2, err := e.svc.CreateWorkspace(e.ctx, desk.WorkspaceCreate{Name: "proj2"}, "basic")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestCreateFromTemplateRecordsBaseline(t *testing.T) {
 	}
 	// Unknown templates create nothing.
 	before, _ := e.store.ListWorkspaces(e.ctx)
-	if _, err := e.svc.CreateWorkspace(e.ctx, "x", "nope"); !desk.IsCode(err, desk.EINVALID) {
+	if _, err := e.svc.CreateWorkspace(e.ctx, desk.WorkspaceCreate{Name: "x"}, "nope"); !desk.IsCode(err, desk.EINVALID) {
 		t.Fatalf("unknown template: %v", err)
 	}
 	after, _ := e.store.ListWorkspaces(e.ctx)
@@ -260,7 +260,7 @@ func TestAddValidatesAndVersionsAreImmutable(t *testing.T) {
 func TestUpgradePlanStatusesAndApply(t *testing.T) {
 	e := newEnv(t)
 	e.twoVersions()
-	w, err := e.svc.CreateWorkspace(e.ctx, "proj", "basic@1")
+	w, err := e.svc.CreateWorkspace(e.ctx, desk.WorkspaceCreate{Name: "proj"}, "basic@1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestUpgradePlanStatusesAndApply(t *testing.T) {
 func TestResolveForTemplate(t *testing.T) {
 	e := newEnv(t)
 	e.twoVersions()
-	w, _ := e.svc.CreateWorkspace(e.ctx, "proj", "basic@1")
+	w, _ := e.svc.CreateWorkspace(e.ctx, desk.WorkspaceCreate{Name: "proj"}, "basic@1")
 	e.edit(w.ID)
 	// Deleted locally and changed in the template: a conflict too.
 	os.Remove(e.checkout(w.ID, ".agents/skills/a/SKILL.md"))
@@ -382,7 +382,7 @@ func TestResolveForTemplate(t *testing.T) {
 func TestApplyRefusesStaleDigestStagedIndexAndHeldGuard(t *testing.T) {
 	e := newEnv(t)
 	e.twoVersions()
-	w, _ := e.svc.CreateWorkspace(e.ctx, "proj", "basic@1")
+	w, _ := e.svc.CreateWorkspace(e.ctx, desk.WorkspaceCreate{Name: "proj"}, "basic@1")
 	plan, err := e.svc.Plan(e.ctx, w.ID, "2")
 	if err != nil {
 		t.Fatal(err)
@@ -441,7 +441,7 @@ func TestApplyRefusesStaleDigestStagedIndexAndHeldGuard(t *testing.T) {
 func TestApplyCommitsInGit(t *testing.T) {
 	e := newEnv(t)
 	e.twoVersions()
-	w, _ := e.svc.CreateWorkspace(e.ctx, "proj", "basic@1")
+	w, _ := e.svc.CreateWorkspace(e.ctx, desk.WorkspaceCreate{Name: "proj"}, "basic@1")
 	dir := e.checkout(w.ID, "")
 	git(t, dir, "init", "-q")
 	git(t, dir, "add", "-A")
@@ -472,7 +472,7 @@ func TestApplyCommitsInGit(t *testing.T) {
 func TestFailingGitHookLeavesWorkspaceAsItWas(t *testing.T) {
 	e := newEnv(t)
 	e.twoVersions()
-	w, _ := e.svc.CreateWorkspace(e.ctx, "proj", "basic@1")
+	w, _ := e.svc.CreateWorkspace(e.ctx, desk.WorkspaceCreate{Name: "proj"}, "basic@1")
 	e.edit(w.ID)
 	dir := e.checkout(w.ID, "")
 	git(t, dir, "init", "-q")
@@ -519,7 +519,7 @@ func assertSameFiles(t *testing.T, before, after map[string]string) {
 func TestCrashMidwayIsRolledBackByRecover(t *testing.T) {
 	e := newEnv(t)
 	e.twoVersions()
-	w, _ := e.svc.CreateWorkspace(e.ctx, "proj", "basic@1")
+	w, _ := e.svc.CreateWorkspace(e.ctx, desk.WorkspaceCreate{Name: "proj"}, "basic@1")
 	e.edit(w.ID)
 	dir := e.checkout(w.ID, "")
 	git(t, dir, "init", "-q")
@@ -573,7 +573,7 @@ func TestCrashMidwayIsRolledBackByRecover(t *testing.T) {
 func TestCrashAfterCommitIsFinishedByRecover(t *testing.T) {
 	e := newEnv(t)
 	e.twoVersions()
-	w, _ := e.svc.CreateWorkspace(e.ctx, "proj", "basic@1")
+	w, _ := e.svc.CreateWorkspace(e.ctx, desk.WorkspaceCreate{Name: "proj"}, "basic@1")
 	dir := e.checkout(w.ID, "")
 	git(t, dir, "init", "-q")
 	git(t, dir, "add", "-A")
@@ -622,7 +622,7 @@ func TestInterruptedInstallIsFinishedByRecover(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := e.svc.CreateWorkspace(e.ctx, "proj", "basic@1"); err == nil {
+	if _, err := e.svc.CreateWorkspace(e.ctx, desk.WorkspaceCreate{Name: "proj"}, "basic@1"); err == nil {
 		t.Fatal("the install did not stop")
 	}
 	e.hook = nil

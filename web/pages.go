@@ -97,7 +97,10 @@ func (s *Server) home(w http.ResponseWriter, r *request) error {
 }
 
 func (s *Server) createWorkspace(w http.ResponseWriter, r *request) error {
-	ws, err := s.d.Workspaces.CreateWorkspace(r.Context(), strings.TrimSpace(r.PostFormValue("name")))
+	ws, err := s.d.Workspaces.CreateWorkspace(r.Context(), desk.WorkspaceCreate{
+		Name:               strings.TrimSpace(r.PostFormValue("name")),
+		AllowDuplicateName: r.PostFormValue("allow_duplicate_name") != "",
+	})
 	if err != nil {
 		return err
 	}

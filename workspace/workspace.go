@@ -65,20 +65,20 @@ func ValidName(what, name string) error {
 	return nil
 }
 
-func (s *service) CreateWorkspace(ctx context.Context, name string) (*desk.Workspace, error) {
+func (s *service) CreateWorkspace(ctx context.Context, in desk.WorkspaceCreate) (*desk.Workspace, error) {
 	if err := desk.RequireAdmin(ctx, "create workspaces"); err != nil {
 		return nil, err
 	}
-	if err := ValidName("workspace name", name); err != nil {
+	if err := ValidName("workspace name", in.Name); err != nil {
 		return nil, err
 	}
 	now := desk.Now()
-	w := &desk.Workspace{ID: desk.NewID(desk.PrefixWorkspace), Name: strings.TrimSpace(name), State: desk.WorkspaceActive, CreatedAt: now, UpdatedAt: now}
+	w := &desk.Workspace{ID: desk.NewID(desk.PrefixWorkspace), Name: strings.TrimSpace(in.Name), State: desk.WorkspaceActive, CreatedAt: now, UpdatedAt: now}
 	owner := &desk.Actor{ID: desk.NewID(desk.PrefixActor), WorkspaceID: w.ID, Name: desk.OwnerActorName, Kind: desk.ActorHuman, CreatedAt: now}
 	// The row comes first: a directory without a row would be invisible
 	// debris, while a row whose directories are missing heals itself
 	// because every writer creates the directories it needs.
-	if err := s.store.CreateWorkspace(ctx, w, owner); err != nil {
+	if err := s.store.CreateWorkspace(ctx, w, owner, in.AllowDuplicateName); err != nil {
 		return nil, err
 	}
 	for _, rel := range []string{layout.CheckoutDir, layout.ActorRel(owner.ID)} {

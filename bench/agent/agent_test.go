@@ -111,7 +111,7 @@ func waitSettled(b *testing.B, a *app.App, ses string, res *desk.SubmitResult) {
 
 func BenchmarkLoopStep(b *testing.B) {
 	a := open(b, nil)
-	ws, err := a.Workspaces.CreateWorkspace(admin, "bench")
+	ws, err := a.Workspaces.CreateWorkspace(admin, desk.WorkspaceCreate{Name: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func (noop) Execute(ctx context.Context, t *execution.Turn) (*execution.Outcome,
 
 func BenchmarkNoopExecution(b *testing.B) {
 	a := open(b, noop{})
-	ws, err := a.Workspaces.CreateWorkspace(admin, "bench")
+	ws, err := a.Workspaces.CreateWorkspace(admin, desk.WorkspaceCreate{Name: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func BenchmarkNoopExecution(b *testing.B) {
 
 func BenchmarkContextAssembly(b *testing.B) {
 	a := open(b, nil)
-	ws, err := a.Workspaces.CreateWorkspace(admin, "bench")
+	ws, err := a.Workspaces.CreateWorkspace(admin, desk.WorkspaceCreate{Name: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

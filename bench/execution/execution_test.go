@@ -80,7 +80,7 @@ func open(b *testing.B, cfg app.Config, ex execution.Executor) *app.App {
 }
 
 func sessions(b *testing.B, a *app.App, n int) []*desk.Session {
-	w, err := a.Workspaces.CreateWorkspace(admin, "bench")
+	w, err := a.Workspaces.CreateWorkspace(admin, desk.WorkspaceCreate{Name: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,11 +17,13 @@ import (
 	"github.com/desk-runtime/desk/client"
 )
 
-// addTemplateFlag gives "workspace create" its --template flag.
+// addTemplateFlag gives "workspace create" its --template and
+// --allow-duplicate-name flags.
 func addTemplateFlag(ws *cobra.Command) {
 	for _, sub := range ws.Commands() {
 		if sub.Name() == "create" {
 			sub.Flags().String("template", "", "fill checkout/ from a registered template: name (its latest version) or name@version")
+			sub.Flags().Bool("allow-duplicate-name", false, "create the workspace even when another workspace has this name")
 		}
 	}
 }
@@ -29,10 +31,10 @@ func addTemplateFlag(ws *cobra.Command) {
 // createWorkspace creates a workspace, from a template when --template
 // names one.
 func createWorkspace(cmd *cobra.Command, c *client.Client, name string) (*desk.Workspace, error) {
-	if tpl, _ := cmd.Flags().GetString("template"); tpl != "" {
-		return c.CreateWorkspaceFromTemplate(cmd.Context(), name, tpl)
-	}
-	return c.CreateWorkspace(cmd.Context(), name)
+	in := client.WorkspaceCreate{WorkspaceCreate: desk.WorkspaceCreate{Name: name}}
+	in.Template, _ = cmd.Flags().GetString("template")
+	in.AllowDuplicateName, _ = cmd.Flags().GetBool("allow-duplicate-name")
+	return c.CreateWorkspaceWith(cmd.Context(), in)
 }
 
 func templateCmd(g *globals) *cobra.Command {

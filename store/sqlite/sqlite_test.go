@@ -31,7 +31,7 @@ func TestReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &desk.Workspace{ID: desk.NewID(desk.PrefixWorkspace), Name: "keep", State: desk.WorkspaceActive, CreatedAt: desk.Now(), UpdatedAt: desk.Now()}
-	if err := s.CreateWorkspace(ctx, w, nil); err != nil {
+	if err := s.CreateWorkspace(ctx, w, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/desk-runtime/desk"
@@ -37,8 +38,20 @@ func encodeHostPaths(hp []desk.HostPath) string {
 
 // CreateWorkspace inserts the workspace and its owner actor together, so a
 // workspace is never visible without the actor that admin requests act as.
-func (s *DB) CreateWorkspace(ctx context.Context, w *desk.Workspace, owner *desk.Actor) error {
+//
+// The name check is a SELECT in the inserting transaction rather than a
+// unique index: duplicates are allowed on request, and databases from
+// before the check may already hold some. It is race-free because write
+// transactions are serialized: SQLite takes its write lock at BEGIN, and
+// on Postgres every transaction of the group committer first locks the
+// event counter row (runBatch), as nameLock does for a plain one.
+func (s *DB) CreateWorkspace(ctx context.Context, w *desk.Workspace, owner *desk.Actor, allowDuplicateName bool) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
+		if !allowDuplicateName {
+			if err := s.checkWorkspaceName(ctx, tx, w.Name); err != nil {
+				return err
+			}
+		}
 		_, err := s.exec(ctx, tx, `INSERT INTO workspaces (`+workspaceCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			w.ID, w.Name, w.State, micros(w.CreatedAt), micros(w.UpdatedAt), encodeHostPaths(w.HostPaths), w.PrimaryRoot)
 		if err != nil {
@@ -51,6 +64,35 @@ func (s *DB) CreateWorkspace(ctx context.Context, w *desk.Workspace, owner *desk
 		}
 		return nil
 	})
+}
+
+// checkWorkspaceName fails with ECONFLICT when a workspace that is not
+// purged is called name (desk.WorkspaceCreate says why purged ones free it).
+func (s *DB) checkWorkspaceName(ctx context.Context, tx *sql.Tx, name string) error {
+	if err := s.nameLock(ctx, tx); err != nil {
+		return err
+	}
+	var id string
+	err := s.queryRow(ctx, tx, `SELECT id FROM workspaces WHERE name = ? AND state <> ? ORDER BY created_at, id LIMIT 1`,
+		name, desk.WorkspacePurged).Scan(&id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	}
+	return desk.Errorf(desk.ECONFLICT, "a workspace named %q already exists (%s); choose another name, or set allow_duplicate_name (desk workspace create --allow-duplicate-name) to create a second one", name, id)
+}
+
+// nameLock serializes name checks on a database whose transactions do not
+// serialize themselves: without the group committer, Postgres runs them
+// side by side, and two could each find the name free.
+func (s *DB) nameLock(ctx context.Context, tx *sql.Tx) error {
+	if s.d.GroupCommit || s.d.ForUpdate == "" {
+		return nil
+	}
+	var last int64
+	return s.queryRow(ctx, tx, `SELECT last_seq FROM event_counter WHERE id = 1`+s.d.ForUpdate).Scan(&last)
 }
 
 func (s *DB) GetWorkspace(ctx context.Context, id string) (*desk.Workspace, error) {

@@ -24,7 +24,7 @@ func testClose(t *testing.T, s desk.Store) {
 		}
 	}()
 	now := desk.Now()
-	err := s.CreateWorkspace(ctx, &desk.Workspace{ID: desk.NewID(desk.PrefixWorkspace), Name: "after", State: desk.WorkspaceActive, CreatedAt: now, UpdatedAt: now}, nil)
+	err := s.CreateWorkspace(ctx, &desk.Workspace{ID: desk.NewID(desk.PrefixWorkspace), Name: "after", State: desk.WorkspaceActive, CreatedAt: now, UpdatedAt: now}, nil, true)
 	if err == nil {
 		t.Fatal("a write after Close succeeded")
 	}

@@ -226,7 +226,7 @@ func testPurgeRows(t *testing.T, s desk.Store) {
 	}
 	// The id stays reserved.
 	now := desk.Now()
-	err = s.CreateWorkspace(ctx, &desk.Workspace{ID: w.ID, Name: "again", State: desk.WorkspaceActive, CreatedAt: now, UpdatedAt: now}, nil)
+	err = s.CreateWorkspace(ctx, &desk.Workspace{ID: w.ID, Name: "again", State: desk.WorkspaceActive, CreatedAt: now, UpdatedAt: now}, nil, true)
 	wantCode(t, err, desk.ECONFLICT)
 }
 

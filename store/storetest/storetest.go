@@ -67,7 +67,7 @@ func fixture(t *testing.T, s desk.Store, name string) (*desk.Workspace, *desk.Ac
 	now := desk.Now()
 	w := &desk.Workspace{ID: desk.NewID(desk.PrefixWorkspace), Name: name, State: desk.WorkspaceActive, CreatedAt: now, UpdatedAt: now}
 	a := &desk.Actor{ID: desk.NewID(desk.PrefixActor), WorkspaceID: w.ID, Name: desk.OwnerActorName, Kind: desk.ActorHuman, CreatedAt: now}
-	must(t, s.CreateWorkspace(ctx, w, a))
+	must(t, s.CreateWorkspace(ctx, w, a, true))
 	return w, a
 }
 
@@ -109,7 +109,7 @@ func testWorkspaces(t *testing.T, s desk.Store) {
 	// Reusing an id is refused and changes nothing.
 	dup := *w
 	dup.Name = "other"
-	err = s.CreateWorkspace(ctx, &dup, nil)
+	err = s.CreateWorkspace(ctx, &dup, nil, true)
 	wantCode(t, err, desk.ECONFLICT)
 	got, _ = s.GetWorkspace(ctx, w.ID)
 	if got.Name != "alpha" {
