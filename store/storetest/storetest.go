@@ -20,6 +20,8 @@ type Opener func(t *testing.T) desk.Store
 // Run runs the whole suite against stores made by open.
 func Run(t *testing.T, open Opener) {
 	t.Run("Workspaces", func(t *testing.T) { testWorkspaces(t, open(t)) })
+	t.Run("WorkspaceNames", func(t *testing.T) { testWorkspaceNames(t, open(t)) })
+	t.Run("WorkspaceNameRace", func(t *testing.T) { testWorkspaceNameRace(t, open(t)) })
 	t.Run("Actors", func(t *testing.T) { testActors(t, open(t)) })
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, open(t)) })
 	t.Run("SessionDelete", func(t *testing.T) { testSessionDelete(t, open(t)) })
