@@ -23,6 +23,9 @@ type Catalog interface {
 type catalogView struct {
 	Available bool
 	Entries   []*desk.CatalogEntry
+	// Suffix holds the id suffix of each entry whose name another entry
+	// shares (idSuffixes).
+	Suffix map[string]string
 }
 
 func (s *Server) catalogView(r *request) (*catalogView, error) {
@@ -31,8 +34,11 @@ func (s *Server) catalogView(r *request) (*catalogView, error) {
 		return v, nil
 	}
 	var err error
-	v.Entries, err = s.d.Catalog.Catalog(r.Context())
-	return v, err
+	if v.Entries, err = s.d.Catalog.Catalog(r.Context()); err != nil {
+		return nil, err
+	}
+	v.Suffix = catalogSuffixes(v.Entries)
+	return v, nil
 }
 
 func (s *Server) catalogPage(w http.ResponseWriter, r *request) error {

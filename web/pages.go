@@ -16,6 +16,9 @@ type layout struct {
 	CSRF       string
 	Admin      bool
 	Workspaces []*desk.Workspace
+	// WSSuffix holds the id suffix of each listed workspace whose name
+	// another one shares (idSuffixes).
+	WSSuffix map[string]string
 	WS         *desk.Workspace
 	Side       *sidebar
 	Nav        string // which navigation entry is current
@@ -55,6 +58,7 @@ func (s *Server) page(r *request, ws *desk.Workspace, nav, title, main string, d
 	if l.Workspaces, err = s.d.Workspaces.ListWorkspaces(r.Context()); err != nil {
 		return nil, err
 	}
+	l.WSSuffix = workspaceSuffixes(l.Workspaces)
 	if ws != nil {
 		cur := ""
 		if x, ok := data.(*sessionView); ok {
