@@ -57,4 +57,3 @@ func TestDuplicateNamesShowIDSuffix(t *testing.T) {
 		}
 	}
 }
-

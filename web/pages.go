@@ -19,12 +19,12 @@ type layout struct {
 	// WSSuffix holds the id suffix of each listed workspace whose name
 	// another one shares (idSuffixes).
 	WSSuffix map[string]string
-	WS         *desk.Workspace
-	Side       *sidebar
-	Nav        string // which navigation entry is current
-	Main       string // the template of the main area
-	Data       any
-	Version    string
+	WS       *desk.Workspace
+	Side     *sidebar
+	Nav      string // which navigation entry is current
+	Main     string // the template of the main area
+	Data     any
+	Version  string
 }
 
 // sidebar is a workspace's session list in its three groups.
