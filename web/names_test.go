@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -42,6 +43,14 @@ func TestDuplicateNamesShowIDSuffix(t *testing.T) {
 		t.Errorf("the uniquely named workspace's row shows a suffix (or is missing):\n%s", web)
 	}
 
+	// The home page's form: refused without its checkbox, created with it.
+	if _, resp := br.post("/workspaces", url.Values{"name": {"web"}}); resp.StatusCode != 409 {
+		t.Errorf("form create of a taken name = %d, want 409", resp.StatusCode)
+	}
+	if _, resp := br.post("/workspaces", url.Values{"name": {"web"}, "allow_duplicate_name": {"1"}}); resp.StatusCode != 204 || !strings.HasPrefix(resp.Header.Get("HX-Redirect"), "/w/ws_") {
+		t.Errorf("form create with allow_duplicate_name = %d, redirect %q", resp.StatusCode, resp.Header.Get("HX-Redirect"))
+	}
+
 	page, resp = br.get("/w/" + b.ID)
 	if resp.StatusCode != 200 {
 		t.Fatalf("workspace page = %d", resp.StatusCode)
@@ -49,7 +58,7 @@ func TestDuplicateNamesShowIDSuffix(t *testing.T) {
 	for _, want := range []string{
 		`data-palette="Workspace: acme · ` + sa + `"`,
 		`data-palette="Workspace: acme · ` + sb + `"`,
-		`data-palette="Workspace: web"`,
+		`data-palette="Workspace: web · …`,
 		`<summary aria-label="Switch workspace">acme · ` + sb + `</summary>`,
 	} {
 		if !strings.Contains(page, want) {
