@@ -201,8 +201,10 @@ func (w *world) fixtures(t *testing.T) fixtureSet {
 		{"question": "Which?", "options": []map[string]any{{"label": "a", "recommended": true}, {"label": "b"}}}}}}, "/input-requests", "input_requests")
 	pln := w.scripted(t, map[string]any{"name": "clarify", "arguments": map[string]any{"plan": map[string]any{"title": "Do it", "steps": []string{"one"}}}}, "", "")
 	var idle, departed desk.Workspace
-	w.Must(201, "POST", "/v1/workspaces", map[string]string{"name": "idle"}, &idle)
-	w.Must(201, "POST", "/v1/workspaces", map[string]string{"name": "departed"}, &departed)
+	// Every operation gets fresh fixtures on the one server, so the names
+	// repeat: allowed on purpose.
+	w.Must(201, "POST", "/v1/workspaces", map[string]any{"name": "idle", "allow_duplicate_name": true}, &idle)
+	w.Must(201, "POST", "/v1/workspaces", map[string]any{"name": "departed", "allow_duplicate_name": true}, &departed)
 	w.Must(200, "POST", "/v1/workspaces/"+departed.ID+"/offboard", map[string]string{"reason": "fixture"}, nil)
 	return fixtureSet{ws: w.ws.ID, ses: x.ID, art: a.ID, grp: g.ID, item: it.ID, file: a.Path,
 		srf: x.SurfaceID, exe: first.ExecutionID, q: second.Item.ID, blk: bs.Blocks[0].ID, blkSes: y.ID,

@@ -400,11 +400,11 @@ func (w *world) templateFixtures(t *testing.T) tplFixture {
 	name := fmt.Sprintf("fx%d", n)
 	registerTemplate(w.Env, name, "1", map[string]string{"README.md": "# fixture\n", "AGENTS.md": "rules\n"})
 	var tw, target, source desk.Workspace
-	w.Must(201, "POST", "/v1/workspaces", map[string]string{"name": "templated", "template": name}, &tw)
+	w.Must(201, "POST", "/v1/workspaces", map[string]string{"name": "templated-" + name, "template": name}, &tw)
 	var plan desk.UpgradePlan
 	w.Must(200, "GET", "/v1/workspaces/"+tw.ID+"/template-upgrade", nil, &plan)
-	w.Must(201, "POST", "/v1/workspaces", map[string]string{"name": "absorb-target"}, &target)
-	w.Must(201, "POST", "/v1/workspaces", map[string]string{"name": "absorb-source"}, &source)
+	w.Must(201, "POST", "/v1/workspaces", map[string]string{"name": "absorb-target-" + name}, &target)
+	w.Must(201, "POST", "/v1/workspaces", map[string]string{"name": "absorb-source-" + name}, &source)
 	writeCheckout(w.Env, source.ID, "notes.md", "from the source\n")
 	var ap desk.AbsorbPlan
 	w.Must(200, "GET", "/v1/workspaces/"+target.ID+"/absorb?source="+source.ID, nil, &ap)
