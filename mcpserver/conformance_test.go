@@ -55,8 +55,10 @@ func TestConformance(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const fixtureToken = "conformance-fixture-token"
-	fx := httptest.NewServer(conformance.Handler(ctx, fixtureToken, nil))
+	fh, closeSessions := conformance.Handler(ctx, fixtureToken, nil)
+	fx := httptest.NewServer(fh)
 	defer fx.Close()
+	defer closeSessions()
 	fixtureURL := tokenProxy(t, fx.URL, fixtureToken) + "/mcp"
 
 	results := map[string]bool{} // "target scenario" → passed

@@ -34,8 +34,9 @@ import (
 const WatchedURI = "test://watched-resource"
 
 // Handler serves the fixtures at any path, accepting only token. It stops
-// its background work when ctx ends.
-func Handler(ctx context.Context, token string, logger *slog.Logger) http.Handler {
+// its background work when ctx ends; closeSessions ends the MCP sessions
+// the suite left open, so nothing of the fixture outlives its test.
+func Handler(ctx context.Context, token string, logger *slog.Logger) (h http.Handler, closeSessions func()) {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "desk-conformance-fixtures", Version: "1.0.0"}, &sdk.ServerOptions{
 		Logger: logger,
 		CompletionHandler: func(context.Context, *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
@@ -63,6 +64,11 @@ func Handler(ctx context.Context, token string, logger *slog.Logger) http.Handle
 			}
 		}
 	}()
+	closeSessions = func() {
+		for ss := range srv.Sessions() {
+			_ = ss.Close()
+		}
+	}
 	return mcpserver.Transport(func(*http.Request) *sdk.Server { return srv }, mcpserver.TransportOptions{
 		Verify: func(_ context.Context, tok string) error {
 			if tok != token {
@@ -71,7 +77,7 @@ func Handler(ctx context.Context, token string, logger *slog.Logger) http.Handle
 			return nil
 		},
 		Logger: logger,
-	})
+	}), closeSessions
 }
 
 // The suite's own 1×1 PNG and silent WAV.
