@@ -490,6 +490,13 @@ func (s *Service) Submit(ctx context.Context, sessionID string, in desk.SubmitIn
 		if q := s.settledClaim(ctx, d, ticket, row.ID); q != nil {
 			res.Item, res.ExecutionID = q, q.ExecutionID
 		}
+	case claimed == nil:
+		// No dispatcher is awake and this submit's claim found nothing:
+		// one that woke just after the commit may have claimed the row,
+		// run a quick turn and exited already. The row says so.
+		if q, err := s.store.GetQueueItem(context.WithoutCancel(ctx), row.ID); err == nil && q.ExecutionID != "" {
+			res.Item, res.ExecutionID = q, q.ExecutionID
+		}
 	}
 	return res, nil
 }
