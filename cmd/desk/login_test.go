@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"net/http"
 	"os"
 	"os/exec"
@@ -48,14 +47,7 @@ func TestServePrintsWhereToSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := make(chan string, 10)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := readLines(stdout)
 	var got []string
 	deadline := time.After(60 * time.Second)
 	for len(got) < 3 {

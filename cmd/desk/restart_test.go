@@ -461,14 +461,7 @@ func TestRestartInputWait(t *testing.T) {
 			model := newChatModel(t, asking(chatCall{ID: "call_ask", Name: "request_user_input", Args: question}))
 			w, d := newRestartWorld(t, model, map[string]any{"blocking_input": true}, "DESK_INPUT_WAIT=10m")
 			exe := w.executionOf(d, w.send(d, "ask me"))
-			var rs struct {
-				InputRequests []*desk.InputRequest `json:"input_requests"`
-			}
-			waitUntil(t, "the question", func() bool {
-				d.call("GET", "/v1/sessions/"+w.ses.ID+"/input-requests", nil, &rs)
-				return len(rs.InputRequests) == 1
-			})
-			r := rs.InputRequests[0]
+			r := waitQuestion(t, w, d)
 			if r.Deadline == nil || r.Deadline.Before(time.Now().Add(9*time.Minute)) {
 				t.Fatalf("deadline of a blocking request: %v", r.Deadline)
 			}
@@ -476,9 +469,8 @@ func TestRestartInputWait(t *testing.T) {
 
 			d = w.start()
 			checkWaiting(t, d, exe)
-			d.call("GET", "/v1/sessions/"+w.ses.ID+"/input-requests", nil, &rs)
-			if len(rs.InputRequests) != 1 || rs.InputRequests[0].Status != desk.InputPending || !rs.InputRequests[0].Deadline.Equal(*r.Deadline) {
-				t.Fatalf("the question after the restart: %+v (deadline before %v)", rs.InputRequests, r.Deadline)
+			if rs := inputRequests(w, d); len(rs) != 1 || rs[0].Status != desk.InputPending || !rs[0].Deadline.Equal(*r.Deadline) {
+				t.Fatalf("the question after the restart: %+v (deadline before %v)", rs, r.Deadline)
 			}
 			if page := d.webPage("/w/" + w.ws.ID + "/s/" + w.ses.ID); !strings.Contains(page, `id="inp-`+r.ID+`"`) {
 				t.Fatalf("the session page after the restart has no card for %s", r.ID)
@@ -500,6 +492,26 @@ func TestRestartInputWait(t *testing.T) {
 	}
 }
 
+// inputRequests lists the session's input requests.
+func inputRequests(w *restartWorld, d *deskProc) []*desk.InputRequest {
+	var rs struct {
+		InputRequests []*desk.InputRequest `json:"input_requests"`
+	}
+	d.call("GET", "/v1/sessions/"+w.ses.ID+"/input-requests", nil, &rs)
+	return rs.InputRequests
+}
+
+// waitQuestion waits for the session's one input request.
+func waitQuestion(t *testing.T, w *restartWorld, d *deskProc) *desk.InputRequest {
+	t.Helper()
+	var rs []*desk.InputRequest
+	waitUntil(t, "the question", func() bool {
+		rs = inputRequests(w, d)
+		return len(rs) == 1
+	})
+	return rs[0]
+}
+
 // TestRestartInputDeadlinePassed: the deadline of a blocking question
 // passes while desk is down; after the restart the defaults stand at once
 // (as when the deadline passes live) and the turn completes.
@@ -509,24 +521,17 @@ func TestRestartInputDeadlinePassed(t *testing.T) {
 	model := newChatModel(t, asking(chatCall{ID: "call_ask", Name: "request_user_input", Args: question}))
 	w, d := newRestartWorld(t, model, map[string]any{"blocking_input": true}, "DESK_INPUT_WAIT=4s")
 	exe := w.executionOf(d, w.send(d, "ask me"))
-	var rs struct {
-		InputRequests []*desk.InputRequest `json:"input_requests"`
-	}
-	waitUntil(t, "the question", func() bool {
-		d.call("GET", "/v1/sessions/"+w.ses.ID+"/input-requests", nil, &rs)
-		return len(rs.InputRequests) == 1
-	})
+	r := waitQuestion(t, w, d)
 	d.stop(syscall.SIGKILL)
-	time.Sleep(time.Until(*rs.InputRequests[0].Deadline) + 500*time.Millisecond)
+	time.Sleep(time.Until(*r.Deadline) + 500*time.Millisecond)
 
 	d = w.start()
 	x := d.settled(exe)
 	if x.Phase != desk.PhaseEnded {
 		t.Fatalf("the turn: %s (%s)", x.Phase, x.Reason)
 	}
-	d.call("GET", "/v1/sessions/"+w.ses.ID+"/input-requests", nil, &rs)
-	if rs.InputRequests[0].Status != desk.InputDefaulted || rs.InputRequests[0].Answers["size"] != "small" {
-		t.Fatalf("the question after its deadline: %+v", rs.InputRequests[0])
+	if rs := inputRequests(w, d); len(rs) != 1 || rs[0].Status != desk.InputDefaulted || rs[0].Answers["size"] != "small" {
+		t.Fatalf("the question after its deadline: %+v", rs)
 	}
 	reqs := model.requests()
 	if len(reqs) != 2 {

@@ -50,14 +50,7 @@ func startServe(t *testing.T, home string, env ...string) (*exec.Cmd, string, <-
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := readLines(stderr)
 	deadline := time.After(30 * time.Second)
 	for {
 		select {
@@ -72,6 +65,20 @@ func startServe(t *testing.T, home string, env ...string) (*exec.Cmd, string, <-
 			t.Fatal("desk serve did not start")
 		}
 	}
+}
+
+// readLines sends each line of a child's output on the channel it
+// returns, which closes when the output ends.
+func readLines(r io.Reader) <-chan string {
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return lines
 }
 
 func get(t *testing.T, url, token string) (int, string) {
