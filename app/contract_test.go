@@ -50,14 +50,7 @@ func rawSSE(t *testing.T, ctx context.Context, url, token, lastID, stop string) 
 // EventSource stores "id: 0" and reconnects with Last-Event-ID: 0, which
 // replays the whole log); every id sent is a real event's seq.
 func TestSSENeverSendsIDZero(t *testing.T) {
-	w := newExecWorld(t)
-	res := w.submit(w.a.ID, "reply one")
-	w.waitPhase(res.ExecutionID, desk.PhaseEnded)
-	if _, err := w.App.Store.PruneEvents(t.Context(), time.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	res = w.submit(w.a.ID, "reply two")
-	w.waitPhase(res.ExecutionID, desk.PhaseEnded)
+	w := prunedHistory(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	lines := rawSSE(t, ctx, w.Server.URL+"/v1/events?session="+w.a.ID, w.Token, "1", "event: execution.ended")

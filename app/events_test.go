@@ -128,9 +128,11 @@ func TestEventsResumeWithoutGaps(t *testing.T) {
 	}
 }
 
-// TestEventsGapBeyondRetention: resuming from an id retention removed says
-// so with a gap event before the rest.
-func TestEventsGapBeyondRetention(t *testing.T) {
+// prunedHistory is a session with one turn whose events retention
+// removed, then a second turn after it: resuming from the first id must
+// report a gap.
+func prunedHistory(t *testing.T) *execWorld {
+	t.Helper()
 	w := newExecWorld(t)
 	res := w.submit(w.a.ID, "reply one")
 	w.waitPhase(res.ExecutionID, desk.PhaseEnded)
@@ -139,6 +141,13 @@ func TestEventsGapBeyondRetention(t *testing.T) {
 	}
 	res = w.submit(w.a.ID, "reply two")
 	w.waitPhase(res.ExecutionID, desk.PhaseEnded)
+	return w
+}
+
+// TestEventsGapBeyondRetention: resuming from an id retention removed says
+// so with a gap event before the rest.
+func TestEventsGapBeyondRetention(t *testing.T) {
+	w := prunedHistory(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	es := readSSE(t, ctx, w.Server.URL+"/v1/events?session="+w.a.ID, w.Token, 1, func(es []sseEvent) bool { return hasType(es, "execution.ended") })
