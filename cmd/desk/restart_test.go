@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -801,6 +802,48 @@ func TestRestartModelCallInFlight(t *testing.T) {
 	d.stop(syscall.SIGTERM)
 }
 
+// freezeIdle stops process d (SIGSTOP) at a moment it holds no SQLite
+// write lock on db: frozen inside a write (a heartbeat, a group commit) it
+// would hold the lock, and the peer would wait out its busy timeout instead
+// of taking over, which is SQLite's nature, not the takeover's. On Postgres
+// (no db file) one stop is enough.
+func freezeIdle(t *testing.T, d *deskProc, db string) {
+	t.Helper()
+	for range 50 {
+		if err := d.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(db); err != nil || writable(t, db) {
+			return
+		}
+		if err := d.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the process always held the database's write lock when stopped")
+}
+
+// writable reports whether a write transaction on db can start at once.
+func writable(t *testing.T, db string) bool {
+	t.Helper()
+	conn, err := sql.Open("sqlite", "file:"+db+"?_pragma=busy_timeout(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c, err := conn.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		return false
+	}
+	_, _ = c.ExecContext(t.Context(), "ROLLBACK")
+	return true
+}
+
 // TestRestartTakeoverByPeer: a desk process that stops answering (frozen
 // past the owner TTL) while its turn waits for an approval is taken for
 // dead by a peer on the same database, which adopts the execution. When
@@ -821,9 +864,7 @@ func TestRestartTakeoverByPeer(t *testing.T) {
 	})
 	ap := pend.Approvals[0]
 	ownerA := a.execution(exe).Owner
-	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	freezeIdle(t, a, layout.Home{Root: w.home}.DB())
 	b := w.start()
 	waitUntil(t, "the peer to adopt the execution", func() bool { return b.execution(exe).Owner != ownerA })
 	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
