@@ -1,0 +1,235 @@
+// Package wire is the neutral contract between desk's runtime host and the
+// transports that each speak one external agent's structured stdio
+// protocol (ACP, Codex app-server, Claude Code stream-json).
+//
+// The host supervises the child process, maps what a transport reports onto
+// desk's own records (assistant deltas, command records and tool spans,
+// plan cards, approvals, the archive) and never branches on a runtime's
+// name; a transport knows one protocol and nothing of desk's store. Both
+// sides import only this package, so a transport is testable on its own
+// against the real binary with a recording Sink.
+package wire
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+)
+
+// Protocol names one wire protocol a runtime speaks.
+type Protocol string
+
+// The protocols desk's host speaks.
+const (
+	ACP              Protocol = "acp"
+	CodexAppServer   Protocol = "codex-app-server"
+	ClaudeStreamJSON Protocol = "claude-stream-json"
+)
+
+// Transport speaks one protocol. It is stateless; Attach makes a Conn per
+// child process.
+type Transport interface {
+	// Args returns the arguments the host appends to the operator's argv
+	// when it starts a child that must continue native conversation native
+	// ("" for a new one). Most protocols reopen over the wire and return
+	// nil; Claude Code's stream-json takes --resume on its command line.
+	Args(native string) []string
+	// Attach speaks the protocol over the started child's stdio. The host
+	// owns the process: it closes Stdio and reaps the child after Close.
+	Attach(ctx context.Context, stdio Stdio, opts Options) (Conn, error)
+}
+
+// Stdio is the child's standard input and output. The host drains stderr
+// into desk's log; a transport never sees it.
+type Stdio struct {
+	Stdin  io.WriteCloser
+	Stdout io.Reader
+}
+
+// Options are what a transport gets from the host for one child.
+type Options struct {
+	// Cwd is the working directory as the child sees it (/workspace or
+	// the primary root), sent where the protocol asks for one.
+	Cwd string
+	// Client answers the requests an agent may make of its client (ACP's
+	// fs/* and terminal/*) through desk's guest file system and sandbox;
+	// nil means the transport declares no such capability.
+	Client Client
+	Log    *slog.Logger
+}
+
+// Conn is one live protocol connection to one child.
+type Conn interface {
+	// Open starts a new native conversation (native == "") or reopens the
+	// exact one named, and returns its id ("" when the runtime reports it
+	// only once a turn runs; it then reports it through Sink.NativeID).
+	// When the runtime cannot reopen native, the error wraps
+	// ErrCannotLoad and nothing new was started.
+	Open(ctx context.Context, native string) (string, error)
+	// Prompt runs one turn with the user's text, reporting what happens
+	// to sink as it happens, and returns when the turn ended. A cancelled
+	// ctx is a hard abort: Prompt returns at once, and the host kills the
+	// child. A reopen that fails only on the first turn (stream-json)
+	// returns an error wrapping ErrCannotLoad.
+	Prompt(ctx context.Context, text string, sink Sink) (Result, error)
+	// Cancel asks the runtime to stop the turn Prompt is running (ACP
+	// session/cancel, Codex turn/interrupt, Claude Code's interrupt);
+	// Prompt then returns with StopCancelled. It does not wait for that.
+	Cancel(ctx context.Context) error
+	// Close ends the protocol session; it does not kill the process.
+	Close() error
+}
+
+// Sink receives a turn's events, in order, from Prompt's goroutine or the
+// transport's reader; its methods are safe to call from one goroutine at
+// a time.
+type Sink interface {
+	// NativeID reports the runtime's conversation id when it learns it.
+	NativeID(id string)
+	// Text is a delta of the assistant's reply.
+	Text(delta string)
+	// Tool reports a tool call's start, progress or end, as the runtime
+	// reports it; calls are matched by ID.
+	Tool(ev ToolEvent)
+	// Plan reports the runtime's current plan, whole each time.
+	Plan(entries []PlanEntry)
+	// Permission asks desk to decide a permission request. It blocks
+	// until a person (or the workspace's approval mode) answered, and
+	// returns the exact option chosen. ctx ends when the turn is
+	// interrupted; then the transport answers the runtime "cancelled".
+	Permission(ctx context.Context, req PermissionRequest) (PermissionAnswer, error)
+}
+
+// Tool call kinds a transport maps its runtime's calls to.
+const (
+	ToolCommand = "command" // runs a shell command
+	ToolEdit    = "edit"    // changes files
+	ToolRead    = "read"
+	ToolSearch  = "search"
+	ToolFetch   = "fetch"
+	ToolOther   = "other"
+)
+
+// Tool call statuses.
+const (
+	ToolPending    = "pending"
+	ToolInProgress = "in_progress"
+	ToolCompleted  = "completed"
+	ToolFailed     = "failed"
+)
+
+// ToolEvent is one report about one tool call.
+type ToolEvent struct {
+	ID     string          `json:"id"`
+	Kind   string          `json:"kind"`
+	Title  string          `json:"title"`
+	Status string          `json:"status"`
+	Input  json.RawMessage `json:"input,omitempty"`
+	// Output is the output so far (or the whole of it when Status is
+	// final), as the runtime reports it.
+	Output    string   `json:"output,omitempty"`
+	Locations []string `json:"locations,omitempty"`
+}
+
+// PlanEntry is one step of a runtime's plan.
+type PlanEntry struct {
+	Content  string `json:"content"`
+	Status   string `json:"status"` // pending | in_progress | completed
+	Priority string `json:"priority,omitempty"`
+}
+
+// Permission option kinds (ACP's words; other protocols map onto them).
+const (
+	AllowOnce    = "allow_once"
+	AllowAlways  = "allow_always"
+	RejectOnce   = "reject_once"
+	RejectAlways = "reject_always"
+)
+
+// PermissionRequest is a runtime asking to do something.
+type PermissionRequest struct {
+	ToolCallID string             `json:"tool_call_id,omitempty"`
+	Title      string             `json:"title"`
+	Kind       string             `json:"kind"` // a Tool* kind
+	Input      json.RawMessage    `json:"input,omitempty"`
+	Options    []PermissionOption `json:"options"`
+}
+
+// PermissionOption is one answer the runtime offers, with its exact id.
+type PermissionOption struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Kind string `json:"kind"` // AllowOnce … RejectAlways
+}
+
+// PermissionAnswer is desk's decision: the chosen option's exact id, or
+// Cancelled when the turn was interrupted before anyone answered.
+type PermissionAnswer struct {
+	OptionID  string `json:"option_id,omitempty"`
+	Cancelled bool   `json:"cancelled,omitempty"`
+}
+
+// Stop reasons of a turn.
+const (
+	StopEndTurn   = "end_turn"
+	StopCancelled = "cancelled"
+	StopMaxTokens = "max_tokens"
+	StopRefusal   = "refusal"
+	StopFailed    = "failed"
+)
+
+// Result is how a turn ended.
+type Result struct {
+	StopReason string `json:"stop_reason"`
+	// Reply is the turn's final assistant text when the protocol reports
+	// it whole; "" lets the host use the Text deltas.
+	Reply string `json:"reply,omitempty"`
+	// Error is the runtime's own words when StopReason is StopFailed.
+	Error string `json:"error,omitempty"`
+}
+
+// Client is desk as the agent's client (ACP fs/* and terminal/*). Paths
+// are guest paths; the host resolves them through the guest file system
+// and refuses what the session may not touch.
+type Client interface {
+	ReadTextFile(ctx context.Context, path string, line, limit int) (string, error)
+	WriteTextFile(ctx context.Context, path, content string) error
+	// Terminal runs a command in the session's sandbox; it is the
+	// terminal/* family folded into one call per terminal: the transport
+	// creates, polls and releases terminals around it.
+	Terminal(ctx context.Context, req TerminalRequest) (Terminal, error)
+}
+
+// TerminalRequest is ACP's terminal/create.
+type TerminalRequest struct {
+	Command         string   `json:"command"`
+	Args            []string `json:"args,omitempty"`
+	Cwd             string   `json:"cwd,omitempty"`
+	Env             []string `json:"env,omitempty"` // NAME=value
+	OutputByteLimit int      `json:"output_byte_limit,omitempty"`
+}
+
+// Terminal is a command started for the agent.
+type Terminal interface {
+	// Output is the output so far, whether it was truncated, and the
+	// exit status once the command ended (nil while it runs).
+	Output() (out string, truncated bool, exit *ExitStatus)
+	// Wait blocks until the command ends or ctx does.
+	Wait(ctx context.Context) (ExitStatus, error)
+	Kill() error
+	// Release kills the command if it runs and frees it.
+	Release() error
+}
+
+// ExitStatus is how a terminal's command ended.
+type ExitStatus struct {
+	Code   *int   `json:"exit_code,omitempty"`
+	Signal string `json:"signal,omitempty"`
+}
+
+// ErrCannotLoad is wrapped by the error of a reopen the runtime refused
+// (not supported, conversation gone): the host fails the turn with
+// guidance and never starts a fresh conversation in its place.
+var ErrCannotLoad = errors.New("the runtime cannot reopen this session's conversation")
