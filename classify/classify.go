@@ -44,7 +44,7 @@ type Result struct {
 	Kind      string // one of the kinds above
 	MediaType string // canonical media type of the kind
 	Text      bool   // the bytes may be shown/read as UTF-8 text
-	Preview   string // how a UI should open it: "sheet", "docs", "slides", "gallery", "pdf", "html", "markdown", "text" or "file"
+	Preview   string // how a UI should open it: "sheet", "docs", "slides", "design", "web", "gallery", "pdf", "html", "markdown", "text" or "file"
 }
 
 // HeadSize is how many leading bytes Classify reads.
@@ -89,6 +89,11 @@ var kinds = map[string]kindInfo{
 	Markdown: {"text/markdown; charset=utf-8", true, "markdown", "Markdown text", ".md"},
 	Text:     {"text/plain; charset=utf-8", true, "text", "plain text", ".txt"},
 	Binary:   {"application/octet-stream", false, "file", "binary data", ".bin"},
+
+	JSONWorkbook: {"application/json", true, "sheet", "a PawWork workbook (JSON)", ".json"},
+	JSONDocument: {"application/json", true, "docs", "a PawWork document (JSON)", ".json"},
+	JSONCanvas:   {"application/json", true, "design", "a PawWork canvas (JSON)", ".json"},
+	HTMLSite:     {"text/html; charset=utf-8", true, "web", "a PawWork site (HTML)", ".html"},
 }
 
 // Describe returns a short human phrase for a kind, such as "a PNG image".
@@ -201,13 +206,19 @@ func Classify(name, mediaType string, r io.ReaderAt, size int64) (Result, error)
 		return Result{}, err
 	}
 	if ok {
-		return result(JSON), nil
+		// The PawWork kinds are read from the same bytes isJSON just
+		// validated: all of them up to maxFullJSON, the head beyond.
+		var rd io.Reader = bytes.NewReader(body)
+		if truncated && size <= maxFullJSON {
+			rd = io.NewSectionReader(r, int64(bomLen), size-int64(bomLen))
+		}
+		return result(jsonKind(rd)), nil
 	}
 	if isSVG(body) {
 		return result(SVG), nil
 	}
 	if isHTML(body) {
-		return result(HTML), nil
+		return result(htmlKind(body)), nil
 	}
 	// Hints come before the sniffs: a name or media type is weak evidence
 	// against magic bytes, but it is better evidence than a comma count.

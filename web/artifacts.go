@@ -1,16 +1,19 @@
 package web
 
 import (
+	"fmt"
 	"html/template"
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"path"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/classify"
 )
 
 // shelf is a session's artifact shelf.
@@ -51,26 +54,43 @@ const maxPreviewText = 512 << 10
 type preview struct {
 	A       *desk.Artifact
 	Ses     string
-	Mode    string // image, markdown, text, html, pdf, empty, card
+	Mode    string // image, markdown, text, html, site, pdf, table, doc, canvas, empty, card
 	HTML    template.HTML
 	Text    string
 	Clipped bool
+	Table   *table
+	Paras   []para
+	Canvas  *canvasInfo
+	// Problem says why a table, document or canvas could not be shown
+	// (the file card is shown instead).
+	Problem string
 }
 
 // previewMode decides how an artifact is shown, from the kind the
 // classifier found in its bytes (never from its name): HTML only in a
-// sandboxed frame, PDF in a sandboxed frame, ZIP and other binaries never as
-// text.
+// sandboxed frame, PDF through pdf.js, workbooks and documents as rows and
+// paragraphs rendered on the server, ZIP and other binaries never as text.
+// The PawWork kinds preview as their canvas row of the open-artifact table
+// says: a site in the frame, a workbook as a table, a document as text, a
+// canvas as a file card describing its drawing.
 func previewMode(kind string) string {
 	switch kind {
 	case "png", "jpeg", "gif", "webp", "svg":
 		return "image"
 	case "markdown":
 		return "markdown"
-	case "text", "json", "csv", "tsv":
+	case "text", "json":
 		return "text"
+	case "csv", "tsv", "xlsx", classify.JSONWorkbook:
+		return "table"
+	case "docx", classify.JSONDocument:
+		return "doc"
+	case classify.JSONCanvas:
+		return "canvas"
 	case "html":
 		return "html"
+	case classify.HTMLSite:
+		return "site"
 	case "pdf":
 		return "pdf"
 	case "empty":
@@ -90,7 +110,8 @@ func (s *Server) preview(w http.ResponseWriter, r *request) error {
 	}
 	defer f.Close()
 	p := &preview{A: a, Ses: x.ID, Mode: previewMode(a.Kind)}
-	if p.Mode == "markdown" || p.Mode == "text" {
+	switch p.Mode {
+	case "markdown", "text":
 		b, err := io.ReadAll(io.LimitReader(f, maxPreviewText+1))
 		if err != nil {
 			return err
@@ -104,8 +125,59 @@ func (s *Server) preview(w http.ResponseWriter, r *request) error {
 		} else {
 			p.Text = text
 		}
+	case "table", "doc", "canvas":
+		if err := p.document(a, f); err != nil {
+			// A document that cannot be read is still a file: the card
+			// says what went wrong instead of failing the pane.
+			p.Mode, p.Problem = "card", err.Error()
+		}
 	}
 	return s.render(w, "preview", p)
+}
+
+// document fills a table, document or canvas preview from the bytes.
+func (p *preview) document(a *desk.Artifact, f *os.File) error {
+	switch a.Kind {
+	case "csv", "tsv":
+		comma := ','
+		if a.Kind == "tsv" {
+			comma = '\t'
+		}
+		t, err := csvTable(io.LimitReader(f, maxPreviewText), comma)
+		if err != nil {
+			return err
+		}
+		p.Table, p.Clipped = t, a.Size > maxPreviewText
+		return nil
+	case "xlsx", "docx":
+		if a.Size > maxOfficePreview {
+			return fmt.Errorf("the file is larger than the %d MiB a preview reads", maxOfficePreview>>20)
+		}
+		if a.Kind == "xlsx" {
+			t, err := xlsxTable(f)
+			p.Table = t
+			return err
+		}
+		paras, more, err := docxParas(f, a.Size)
+		p.Paras, p.Clipped = paras, more
+		return err
+	}
+	b, ok, err := readBounded(f, maxJSONPreview)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("the file is larger than the %d MiB a preview reads", maxJSONPreview>>20)
+	}
+	switch a.Kind {
+	case classify.JSONWorkbook:
+		p.Table, err = workbookTable(b)
+	case classify.JSONDocument:
+		p.Paras, p.Clipped, err = documentParas(b)
+	default:
+		p.Canvas, err = canvasSummary(b)
+	}
+	return err
 }
 
 // rawCSP is the policy of artifact bytes shown inside desk: a sandbox of
@@ -151,10 +223,10 @@ func serveBytes(w http.ResponseWriter, r *http.Request, name, kind, mediaType, s
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
-	switch previewMode(kind) {
-	case "html":
+	switch mode := previewMode(kind); {
+	case mode == "html" || mode == "site":
 		h.Set("Content-Security-Policy", rawHTMLCSP)
-	case "text", "markdown":
+	case mode == "text" || mode == "markdown" || classify.IsJSON(kind) || kind == "csv" || kind == "tsv":
 		// Shown as text, whatever the bytes claim.
 		ct = "text/plain; charset=utf-8"
 	}

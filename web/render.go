@@ -49,6 +49,7 @@ func funcs() template.FuncMap {
 		"pretty":   prettyJSON,
 		"json":     func(v any) (string, error) { b, err := json.Marshal(v); return string(b), err },
 		"kindIcon": kindIcon,
+		"join":     strings.Join,
 		"dict": func(kv ...any) (map[string]any, error) {
 			if len(kv)%2 != 0 {
 				return nil, fmt.Errorf("dict needs pairs")
@@ -206,10 +207,12 @@ func jsonString(s string) string {
 // kindIcon names the icon of an artifact or file kind.
 func kindIcon(kind string) string {
 	switch kind {
-	case "markdown", "text", "csv", "tsv", "json", "empty":
+	case "markdown", "text", "json", "empty", "json-document", "json-canvas":
 		return "doc"
-	case "html":
+	case "html", "html-site":
 		return "globe"
+	case "csv", "tsv", "json-workbook":
+		return "sheet"
 	case "png", "jpeg", "gif", "webp", "svg":
 		return "image"
 	case "pdf":

@@ -188,7 +188,7 @@ func fetch(ctx context.Context, env *Env, raw string) (*Result, error) {
 		v["text"] = nil
 		v["note"] = "this is " + classify.Describe(class.Kind) + "; it is not shown as text"
 		return &Result{Value: v, Facts: facts}, nil
-	case class.Kind == classify.HTML:
+	case classify.IsHTML(class.Kind):
 		title, text := readable(body)
 		v["title"], v["text"] = title, clipText(text)
 	default:
