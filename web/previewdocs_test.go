@@ -78,7 +78,7 @@ func TestDocxParas(t *testing.T) {
 	}
 	want := []para{{1, "Launch plan"}, {2, "Goals"}, {0, "Ship the beta\tsoon\nthen GA."}, {0, "<script>alert(1)</script>"}}
 	if more || fmt.Sprint(paras) != fmt.Sprint(want) {
-		t.Errorf("paras = %q, more %v; want %q", paras, more, want)
+		t.Errorf("paras = %v, more %v; want %v", paras, more, want)
 	}
 	// A package without word/document.xml, and one whose document part is
 	// a bomb of one huge paragraph: an error, or a bounded read.
@@ -121,7 +121,7 @@ func TestPawWorkPreviews(t *testing.T) {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(paras) != fmt.Sprint([]para{{1, "Minutes"}, {0, "Attendees: Ana, Bo"}}) {
-		t.Errorf("document = %q", paras)
+		t.Errorf("document = %v", paras)
 	}
 	c, err := canvasSummary([]byte(PawCanvas))
 	if err != nil || c.Format != "PawWork canvas" || c.Shapes != 3 || strings.Join(c.Kinds, ",") != "rect,arrow" {
