@@ -55,6 +55,14 @@ func codexBin(t *testing.T) string {
 
 // start runs codex app-server against srv with home as CODEX_HOME and
 // attaches the transport.
+func refused(srv *strict.Responses) []string {
+	var out []string
+	for _, r := range srv.Rejected() {
+		out = append(out, r.Error)
+	}
+	return out
+}
+
 func start(t *testing.T, bin string, srv *strict.Responses, home, cwd string) wire.Conn {
 	t.Helper()
 	cmd := exec.Command(bin, "app-server",
@@ -64,7 +72,7 @@ func start(t *testing.T, bin string, srv *strict.Responses, home, cwd string) wi
 		"-c", "model_providers.strict.env_key=STRICT_KEY",
 		"-c", "model_providers.strict.request_max_retries=0",
 		"-c", "model_providers.strict.stream_max_retries=0",
-		"-c", "model=gpt-test", "-c", "approval_policy=untrusted", "-c", "sandbox_mode=danger-full-access")
+		"-c", "model=gpt-test", "-c", "approval_policy=on-request", "-c", "sandbox_mode=danger-full-access")
 	cmd.Env = append(os.Environ(), "CODEX_HOME="+home, "STRICT_KEY=sk-test")
 	cmd.Dir = cwd
 	return attach(t, cmd, cwd)
@@ -130,7 +138,7 @@ func TestTwoTurnsAcrossProcesses(t *testing.T) {
 	}
 	rec := &recorder{}
 	if res := turn(t, c, "remember apples", rec); res.StopReason != wire.StopEndTurn || rec.text.String() != "first answer" {
-		t.Fatalf("turn 1: %+v %q (refused %+v)", res, rec.text.String(), srv.Rejected())
+		t.Fatalf("turn 1: %+v %q (refused %+v)", res, rec.text.String(), refused(srv))
 	}
 	turn(t, c, "what did I say?", &recorder{})
 	reqs := srv.Accepted()
@@ -168,7 +176,7 @@ func TestCommandApproval(t *testing.T) {
 		t.Run(answer, func(t *testing.T) {
 			marker := filepath.Join(cwd, answer+".txt")
 			srv := strict.NewResponses(t,
-				strict.Reply{ToolCalls: []strict.Call{{Name: "exec_command", Arguments: `{"cmd":"echo ran > ` + marker + ` && echo done-` + answer + `"}`}}},
+				strict.Reply{ToolCalls: []strict.Call{{Name: "exec_command", Arguments: `{"cmd":"echo ran > ` + marker + ` && echo done-` + answer + `","sandbox_permissions":"require_escalated","justification":"the test asks"}`}}},
 				strict.Reply{Text: "ok"})
 			c := start(t, bin, srv, t.TempDir(), cwd)
 			if _, err := c.Open(context.Background(), ""); err != nil {
@@ -177,7 +185,7 @@ func TestCommandApproval(t *testing.T) {
 			rec := &recorder{answer: answer}
 			turn(t, c, "run it", rec)
 			if len(rec.perms) != 1 || rec.perms[0].Kind != wire.ToolCommand || rec.perms[0].Options[0].ID != "accept" {
-				t.Fatalf("permission requests: %+v (refused %+v)", rec.perms, srv.Rejected())
+				t.Fatalf("permission requests: %+v (refused %+v)", rec.perms, refused(srv))
 			}
 			_, statErr := os.Stat(marker)
 			if answer == "accept" {
