@@ -144,7 +144,7 @@ func TestTwoTurnsAcrossProcesses(t *testing.T) {
 	reqs := srv.Accepted()
 	if len(reqs) < 2 || !strings.Contains(strings.Join(reqs[1].UserTexts(), "|"), "remember apples") ||
 		!strings.Contains(strings.Join(reqs[1].AssistantTexts(), "|"), "first answer") {
-		t.Fatalf("second request lacks the first turn: %d requests", len(reqs))
+		t.Fatalf("second request lacks the first turn: %d requests (refused %q)", len(reqs), refused(srv))
 	}
 	c.Close()
 

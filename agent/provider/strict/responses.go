@@ -254,9 +254,11 @@ func contentParts(raw json.RawMessage) string {
 var responsesExtraFields = map[string]bool{"client_metadata": true, "stream": true}
 
 // responsesExtraItemFields are fields of input items the API takes that
-// the SDK's param variants drop (item ids on input messages and on
-// reasoning items' summaries of Codex's store:false history).
-var responsesExtraItemFields = map[string]bool{"id": true}
+// the SDK's union decoding drops: a message item decodes as
+// EasyInputMessageParam, which has neither the id nor the status an
+// assistant message of Codex's store:false history carries (the API's
+// output-message shape has both).
+var responsesExtraItemFields = map[string]bool{"id": true, "status": true}
 
 // responsesFields are the JSON names of ResponseNewParams' fields.
 var responsesFields = sync.OnceValue(func() map[string]bool {
