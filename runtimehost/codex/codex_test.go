@@ -63,8 +63,12 @@ func refused(srv *strict.Responses) []string {
 	return out
 }
 
-func start(t *testing.T, bin string, srv *strict.Responses, home, cwd string) wire.Conn {
+func start(t *testing.T, bin string, srv *strict.Responses, home, cwd string, sandbox ...string) wire.Conn {
 	t.Helper()
+	mode := "danger-full-access"
+	if len(sandbox) > 0 {
+		mode = sandbox[0]
+	}
 	cmd := exec.Command(bin, "app-server",
 		"-c", "model_provider=strict", "-c", "model_providers.strict.name=strict",
 		"-c", "model_providers.strict.base_url="+srv.BaseURL(),
@@ -72,7 +76,7 @@ func start(t *testing.T, bin string, srv *strict.Responses, home, cwd string) wi
 		"-c", "model_providers.strict.env_key=STRICT_KEY",
 		"-c", "model_providers.strict.request_max_retries=0",
 		"-c", "model_providers.strict.stream_max_retries=0",
-		"-c", "model=gpt-test", "-c", "approval_policy=on-request", "-c", "sandbox_mode=danger-full-access")
+		"-c", "model=gpt-test", "-c", "approval_policy=on-request", "-c", "sandbox_mode="+mode)
 	cmd.Env = append(os.Environ(), "CODEX_HOME="+home, "STRICT_KEY=sk-test")
 	cmd.Dir = cwd
 	return attach(t, cmd, cwd)
@@ -178,7 +182,7 @@ func TestCommandApproval(t *testing.T) {
 			srv := strict.NewResponses(t,
 				strict.Reply{ToolCalls: []strict.Call{{Name: "exec_command", Arguments: `{"cmd":"echo ran > ` + marker + ` && echo done-` + answer + `","sandbox_permissions":"require_escalated","justification":"the test asks"}`}}},
 				strict.Reply{Text: "ok"})
-			c := start(t, bin, srv, t.TempDir(), cwd)
+			c := start(t, bin, srv, t.TempDir(), cwd, "read-only")
 			if _, err := c.Open(context.Background(), ""); err != nil {
 				t.Fatal(err)
 			}
