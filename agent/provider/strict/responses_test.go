@@ -29,7 +29,7 @@ func TestResponsesStreamsLikeTheAPI(t *testing.T) {
 		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
 			responses.ResponseInputItemParamOfMessage("list files", responses.EasyInputMessageRoleUser),
 			responses.ResponseInputItemParamOfFunctionCall(`{"cmd":"ls"}`, "call_a", "exec_command"),
-			responses.ResponseInputItemParamOfFunctionCallOutput("call_a", "a.txt"),
+			decodeItem(`{"type":"function_call_output","call_id":"call_a","output":"a.txt"}`),
 		}},
 		Tools: []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: "exec_command",
 			Parameters: map[string]any{"type": "object", "properties": map[string]any{"cmd": map[string]any{"type": "string"}}}}}},
@@ -172,4 +172,9 @@ func post(t *testing.T, url string, body []byte) *http.Response {
 	}
 	t.Cleanup(func() { res.Body.Close() })
 	return res
+}
+
+func decodeItem(raw string) (it responses.ResponseInputItemUnionParam) {
+	json.Unmarshal([]byte(raw), &it)
+	return it
 }
