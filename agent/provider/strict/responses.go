@@ -373,6 +373,16 @@ func checkResponses(r *http.Request, body []byte, key string) (*responses.Respon
 		}
 		for i, raw := range input {
 			var it responses.ResponseInputItemUnionParam
+			var head struct{ Type, Role string }
+			json.Unmarshal(raw, &head)
+			if head.Type == "" && head.Role != "" {
+				// The API takes a message without its type (the SDK's
+				// EasyInputMessage omits it); the union needs it to decode.
+				var m map[string]any
+				json.Unmarshal(raw, &m)
+				m["type"] = "message"
+				raw, _ = json.Marshal(m)
+			}
 			if err := json.Unmarshal(raw, &it); err != nil {
 				return nil, nil, openaiErr(fmt.Sprintf("input[%d]", i), "invalid_value", "Invalid value for 'input[%d]': %v", i, err)
 			}
