@@ -278,8 +278,11 @@ func bashScript(srv *strict.Server, command string) {
 // command tool with its output.
 func TestBashAllowed(t *testing.T) {
 	srv := strict.NewAnthropic(t)
-	bashScript(srv, "echo desk-bash-$((40+2))")
 	h := newHome(t, srv)
+	// touch needs permission (Claude Code lets read-only commands run
+	// without asking).
+	marker := filepath.Join(h.dir, "allowed")
+	bashScript(srv, "touch "+marker+" && echo desk-bash-$((40+2))")
 	c := h.start("")
 	open(t, c, "")
 	s := &sink{perm: func(req wire.PermissionRequest) wire.PermissionAnswer {
@@ -308,8 +311,8 @@ func TestBashAllowed(t *testing.T) {
 	if ended == nil || !strings.Contains(ended.Output, "desk-bash-42") {
 		t.Fatalf("no completed tool with the output: %+v", s.tools)
 	}
-	if got := srv.Accepted()[len(srv.Accepted())-1].ToolResults()["toolu_bash1"]; !strings.Contains(got, "desk-bash-42") {
-		t.Logf("model saw %q", got)
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the allowed command did not run: %v", err)
 	}
 }
 
@@ -344,8 +347,8 @@ func TestBashDenied(t *testing.T) {
 // Cancel mid-turn (a long command running) ends the turn within 2 s.
 func TestCancelMidTurn(t *testing.T) {
 	srv := strict.NewAnthropic(t)
-	bashScript(srv, "sleep 60")
 	h := newHome(t, srv)
+	bashScript(srv, "touch "+filepath.Join(h.dir, "started")+" && sleep 60")
 	c := h.start("")
 	open(t, c, "")
 	running := make(chan struct{})
