@@ -53,6 +53,11 @@ var (
 	anthropicTop = []string{"model", "max_tokens", "messages", "system", "tools", "tool_choice", "stream",
 		"temperature", "top_p", "top_k", "stop_sequences", "metadata", "thinking", "service_tier",
 		"cache_control", "container", "inference_geo", "output_config", "speed"}
+	// What the beta endpoint (POST /v1/messages?beta=true, which the SDK's
+	// Beta.Messages and Claude Code call) takes on top: the fields of
+	// anthropic-sdk-go v2's BetaMessageNewParams.
+	anthropicBetaTop = []string{"billing_policy", "compaction", "context_management", "diagnostics",
+		"fallback_credit_token", "fallbacks", "mcp_servers", "output_format", "thread"}
 	anthropicBlockFields = map[string][]string{
 		"text":              {"type", "text", "cache_control", "citations"},
 		"image":             {"type", "source", "cache_control"},
@@ -145,7 +150,11 @@ func checkAnthropic(r *http.Request, body []byte, key string) (*MessagesRequest,
 	if !json.Valid(body) {
 		return nil, anthropicErr("There was an error parsing the body of your request: the body is not valid JSON")
 	}
-	top, e := object(body, "", anthropicTop)
+	allowedTop := anthropicTop
+	if r.URL.Query().Get("beta") == "true" {
+		allowedTop = append(slices.Clone(anthropicTop), anthropicBetaTop...)
+	}
+	top, e := object(body, "", allowedTop)
 	if e != nil {
 		return nil, e
 	}

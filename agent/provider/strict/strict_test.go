@@ -215,7 +215,17 @@ func TestStrictServersRefuseWhatTheAPIsRefuse(t *testing.T) {
 	if e, _ := body["error"].(map[string]any); code != 400 || !strings.Contains(e["message"].(string), "first message must use the \"user\" role") {
 		t.Fatalf("anthropic assistant first: %d %v", code, body)
 	}
-	if n := len(an.Rejected()); n != 4 {
+	// Beta-only fields (BetaMessageNewParams), as Claude Code sends them:
+	// refused on the plain endpoint, accepted on ?beta=true.
+	beta := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"context_management":{"edits":[]}}`
+	code, body = post(an.URL+"/v1/messages", beta, hdr...)
+	if e, _ := body["error"].(map[string]any); code != 400 || e["message"] != "context_management: Extra inputs are not permitted" {
+		t.Fatalf("anthropic beta field on the plain endpoint: %d %v", code, body)
+	}
+	if code, body = post(an.URL+"/v1/messages?beta=true", beta, hdr...); code != 200 {
+		t.Fatalf("anthropic beta field on the beta endpoint: %d %v", code, body)
+	}
+	if n := len(an.Rejected()); n != 5 {
 		t.Fatalf("anthropic rejected %d", n)
 	}
 }
