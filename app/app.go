@@ -33,6 +33,7 @@ import (
 	"github.com/desk-runtime/desk/loginlink"
 	"github.com/desk-runtime/desk/mcpserver"
 	"github.com/desk-runtime/desk/oplog"
+	"github.com/desk-runtime/desk/runtimehost"
 	"github.com/desk-runtime/desk/selection"
 	"github.com/desk-runtime/desk/session"
 	"github.com/desk-runtime/desk/store/postgres"
@@ -128,6 +129,8 @@ type App struct {
 	Templates *template.Service
 	Absorb    *absorb.Service
 	UI        *uistate.Service // drafts, open holds, unread
+	// Runtimes is the operator's registry of external agent runtimes.
+	Runtimes *runtimehost.Registry
 	// LoginLinks issues the one-time codes of login links, which sign a
 	// browser in as the admin (printed by desk serve, asked for by desk
 	// login-link); they live only in this process's memory.
@@ -253,6 +256,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	a.Artifacts = session.NewArtifacts(store, home, ao0)
 	a.Selection = selection.New(store, home, a.Workspaces)
+	a.Runtimes = runtimehost.NewRegistry(store)
 
 	// Interrupted offboards, restores and purges are finished once this
 	// process is an owner (the guard's leases name it) and before any
@@ -342,7 +346,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 
 	api := &httpapi.Server{
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
-		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
+		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, Runtimes: a.Runtimes, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		UI: a.UI, Streams: a.Streams, Logger: a.Logger.With("component", "http"), Version: cfg.Version, BodyIdleTimeout: cfg.BodyIdleTimeout,
 		AuthLog: httpapi.NewAuthFailures(a.Logger.With("component", "http"), 0, nil), LoginLinks: a.LoginLinks,
 	}
