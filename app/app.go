@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -93,6 +94,10 @@ type Config struct {
 	Model string
 	// Agent tunes the agent; its defaults are right for production.
 	Agent agent.Options
+	// Runtime tunes the runtime host; Transports maps each protocol to
+	// the transport that speaks it. Its Store, Home, Archive and Logger
+	// are filled in by Open.
+	Runtime runtimehost.Options
 	// WrapStore, when set, wraps the opened store; tests use it to inject
 	// faults.
 	WrapStore func(desk.Store) desk.Store
@@ -129,8 +134,10 @@ type App struct {
 	Templates *template.Service
 	Absorb    *absorb.Service
 	UI        *uistate.Service // drafts, open holds, unread
-	// Runtimes is the operator's registry of external agent runtimes.
+	// Runtimes is the operator's registry of external agent runtimes;
+	// Host runs the turns of the sessions backed by one.
 	Runtimes *runtimehost.Registry
+	Host     *runtimehost.Host
 	// LoginLinks issues the one-time codes of login links, which sign a
 	// browser in as the admin (printed by desk serve, asked for by desk
 	// login-link); they live only in this process's memory.
@@ -315,7 +322,24 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	// lifecycle, template upgrades and absorbs (in that order, so an absorb
 	// finds its source's offboarding settled), before anything is
 	// dispatched or served.
-	run := execution.Run{Executor: a.Agent, Available: a.Agent.Available,
+	// Runtime-backed sessions run on the runtime host: one child per live
+	// session, in the session's sandbox, speaking the transport of the
+	// runtime's protocol (Config.Transports).
+	ho := cfg.Runtime
+	ho.Store, ho.Home, ho.Archive, ho.Logger = store, home, a.Archive, a.Logger.With("component", "runtimehost")
+	if ho.Spawner == nil {
+		if _, err := sandbox.Detect(); err == nil {
+			if p, err := exec.LookPath("bwrap"); err == nil {
+				ho.Spawner = sandbox.BubblewrapSpawner(p)
+			}
+		}
+	}
+	a.Host = runtimehost.New(ho)
+	if err := a.open(ctx, "runtime host", a.Host); err != nil {
+		return nil, err
+	}
+	rt := router{store: store, agent: a.Agent, host: a.Host}
+	run := execution.Run{Executor: rt, Available: rt.Available,
 		Recover: []desk.Recoverer{a.Lifecycle, a.Templates, a.Absorb}}
 	if cfg.Executor != nil {
 		run.Executor, run.Available = cfg.Executor, nil
