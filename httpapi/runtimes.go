@@ -34,6 +34,7 @@ func (s *Server) createRuntime(w http.ResponseWriter, r *http.Request) error {
 		Protocol string   `json:"protocol"`
 		Argv     []string `json:"argv"`
 		Env      []string `json:"env"`
+		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
