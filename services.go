@@ -31,6 +31,7 @@ type SessionCreate struct {
 	Title       string
 	Model       string // empty: the server's default
 	Script      []byte // the script of a "script" session (JSON)
+	Runtime     string // a registered runtime's name; empty: desk's own agent
 }
 
 // SessionService owns sessions, their artifacts, their bindings to

@@ -27,6 +27,12 @@ type Session struct {
 	Model string `json:"model"`
 	// Script is the script of a "script" session; it is not shown.
 	Script []byte `json:"-"`
+	// Runtime names the registered external runtime that runs the
+	// session's turns; empty means desk's own agent.
+	Runtime string `json:"runtime,omitempty"`
+	// NativeID is the runtime's own conversation id, recorded when the
+	// runtime first reports it and reopened exactly on every later turn.
+	NativeID string `json:"native_id,omitempty"`
 	// ReconstructedFrom names the unavailable target a reconstructed
 	// session stands in for; such a session is never presented as the
 	// original author.

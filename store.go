@@ -16,6 +16,7 @@ type Store interface {
 	LifecycleStore
 	UIStore
 	UsageStore
+	RuntimeStore
 
 	// Workspaces.
 	// CreateWorkspace inserts w and its owner. Unless allowDuplicateName,

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -33,6 +34,7 @@ import (
 	"github.com/desk-runtime/desk/loginlink"
 	"github.com/desk-runtime/desk/mcpserver"
 	"github.com/desk-runtime/desk/oplog"
+	"github.com/desk-runtime/desk/runtimehost"
 	"github.com/desk-runtime/desk/selection"
 	"github.com/desk-runtime/desk/session"
 	"github.com/desk-runtime/desk/store/postgres"
@@ -92,6 +94,10 @@ type Config struct {
 	Model string
 	// Agent tunes the agent; its defaults are right for production.
 	Agent agent.Options
+	// Runtime tunes the runtime host; Transports maps each protocol to
+	// the transport that speaks it. Its Store, Home, Archive and Logger
+	// are filled in by Open.
+	Runtime runtimehost.Options
 	// WrapStore, when set, wraps the opened store; tests use it to inject
 	// faults.
 	WrapStore func(desk.Store) desk.Store
@@ -128,6 +134,10 @@ type App struct {
 	Templates *template.Service
 	Absorb    *absorb.Service
 	UI        *uistate.Service // drafts, open holds, unread
+	// Runtimes is the operator's registry of external agent runtimes;
+	// Host runs the turns of the sessions backed by one.
+	Runtimes *runtimehost.Registry
+	Host     *runtimehost.Host
 	// LoginLinks issues the one-time codes of login links, which sign a
 	// browser in as the admin (printed by desk serve, asked for by desk
 	// login-link); they live only in this process's memory.
@@ -253,6 +263,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	a.Artifacts = session.NewArtifacts(store, home, ao0)
 	a.Selection = selection.New(store, home, a.Workspaces)
+	a.Runtimes = runtimehost.NewRegistry(store)
 
 	// Interrupted offboards, restores and purges are finished once this
 	// process is an owner (the guard's leases name it) and before any
@@ -311,7 +322,24 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	// lifecycle, template upgrades and absorbs (in that order, so an absorb
 	// finds its source's offboarding settled), before anything is
 	// dispatched or served.
-	run := execution.Run{Executor: a.Agent, Available: a.Agent.Available,
+	// Runtime-backed sessions run on the runtime host: one child per live
+	// session, in the session's sandbox, speaking the transport of the
+	// runtime's protocol (Config.Transports).
+	ho := cfg.Runtime
+	ho.Store, ho.Home, ho.Archive, ho.Logger = store, home, a.Archive, a.Logger.With("component", "runtimehost")
+	if ho.Spawner == nil {
+		if _, err := sandbox.Detect(); err == nil {
+			if p, err := exec.LookPath("bwrap"); err == nil {
+				ho.Spawner = sandbox.BubblewrapSpawner(p)
+			}
+		}
+	}
+	a.Host = runtimehost.New(ho)
+	if err := a.open(ctx, "runtime host", a.Host); err != nil {
+		return nil, err
+	}
+	rt := router{store: store, agent: a.Agent, host: a.Host}
+	run := execution.Run{Executor: rt, Available: rt.Available,
 		Recover: []desk.Recoverer{a.Lifecycle, a.Templates, a.Absorb}}
 	if cfg.Executor != nil {
 		run.Executor, run.Available = cfg.Executor, nil
@@ -342,7 +370,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 
 	api := &httpapi.Server{
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
-		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
+		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, Runtimes: a.Runtimes, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		UI: a.UI, Streams: a.Streams, Logger: a.Logger.With("component", "http"), Version: cfg.Version, BodyIdleTimeout: cfg.BodyIdleTimeout,
 		AuthLog: httpapi.NewAuthFailures(a.Logger.With("component", "http"), 0, nil), LoginLinks: a.LoginLinks,
 	}

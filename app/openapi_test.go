@@ -152,6 +152,7 @@ type fixtureSet struct {
 	ws, ses, art, grp, item, file string
 	srf, exe, q, blk, blkSes      string
 	apr, inp, pln                 string
+	rt                            string // a registered runtime
 	// idle is a workspace with nothing running (to offboard), departed
 	// one already offboarded (to restore or purge).
 	idle, departed string
@@ -206,7 +207,10 @@ func (w *world) fixtures(t *testing.T) fixtureSet {
 	w.Must(201, "POST", "/v1/workspaces", map[string]any{"name": "idle", "allow_duplicate_name": true}, &idle)
 	w.Must(201, "POST", "/v1/workspaces", map[string]any{"name": "departed", "allow_duplicate_name": true}, &departed)
 	w.Must(200, "POST", "/v1/workspaces/"+departed.ID+"/offboard", map[string]string{"reason": "fixture"}, nil)
-	return fixtureSet{ws: w.ws.ID, ses: x.ID, art: a.ID, grp: g.ID, item: it.ID, file: a.Path,
+	actorSeq++
+	rt := fmt.Sprintf("fx%d", actorSeq)
+	w.Must(201, "POST", "/v1/runtimes", map[string]any{"name": rt, "protocol": "acp", "argv": []string{"/bin/cat"}}, nil)
+	return fixtureSet{rt: rt, ws: w.ws.ID, ses: x.ID, art: a.ID, grp: g.ID, item: it.ID, file: a.Path,
 		srf: x.SurfaceID, exe: first.ExecutionID, q: second.Item.ID, blk: bs.Blocks[0].ID, blkSes: y.ID,
 		apr: apr, inp: inp, pln: pln, idle: idle.ID, departed: departed.ID, tpl: w.templateFixtures(t)}
 }
@@ -255,7 +259,7 @@ var actorSeq int
 
 func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (string, any) {
 	url := strings.NewReplacer("{ws}", f.ws, "{id}", f.ws, "{ses}", f.ses, "{art}", f.art, "{grp}", f.grp, "{item}", f.item,
-		"{srf}", f.srf, "{exe}", f.exe, "{q}", f.q, "{blk}", f.blk, "{apr}", f.apr, "{inp}", f.inp, "{pln}", f.pln).Replace(p)
+		"{srf}", f.srf, "{exe}", f.exe, "{q}", f.q, "{blk}", f.blk, "{apr}", f.apr, "{inp}", f.inp, "{pln}", f.pln, "{name}", f.rt).Replace(p)
 	if strings.Contains(p, "{blk}") || strings.HasSuffix(p, "/retire") || strings.HasSuffix(p, "/recall") {
 		// The block lives in the second fixture session.
 		url = strings.Replace(url, "/sessions/"+f.ses+"/", "/sessions/"+f.blkSes+"/", 1)
@@ -317,6 +321,9 @@ func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (st
 		return url, map[string]string{"name": fmt.Sprintf("actor%d", actorSeq), "kind": "agent"}
 	case "SessionCreate":
 		return url, map[string]string{"title": "made"}
+	case "RuntimeCreate":
+		actorSeq++
+		return url, map[string]any{"name": fmt.Sprintf("made%d", actorSeq), "protocol": "acp", "argv": []string{"/bin/cat"}}
 	case "SessionPatch":
 		return url, map[string]any{"pinned": true}
 	case "ItemCreate":

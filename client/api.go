@@ -113,6 +113,8 @@ type SessionCreate struct {
 	// Script is the script of a "script" session.
 	Model  string          `json:"model,omitempty"`
 	Script json.RawMessage `json:"script,omitempty"`
+	// Runtime names a registered runtime that runs the session's turns.
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // CreateSession creates a session in the workspace.

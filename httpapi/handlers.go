@@ -110,12 +110,15 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		Title  string          `json:"title"`
 		Model  string          `json:"model"`
 		Script json.RawMessage `json:"script"`
+		// Runtime names a registered runtime; there is deliberately no
+		// argv here (decode refuses unknown fields).
+		Runtime string `json:"runtime"`
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	x, err := s.Sessions.Create(r.Context(), desk.SessionCreate{WorkspaceID: id, Actor: in.Actor, Title: in.Title, Model: in.Model, Script: in.Script})
+	x, err := s.Sessions.Create(r.Context(), desk.SessionCreate{WorkspaceID: id, Actor: in.Actor, Title: in.Title, Model: in.Model, Script: in.Script, Runtime: in.Runtime})
 	if err != nil {
 		return err
 	}

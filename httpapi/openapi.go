@@ -37,6 +37,7 @@ var paramDocs = map[string]string{
 	"apr":  "approval id (apr_…)",
 	"inp":  "input request id (inp_…)",
 	"pln":  "plan id (pln_…)",
+	"name": "runtime name",
 }
 
 // OpenAPI builds the OpenAPI 3.1 document of every route in the table.

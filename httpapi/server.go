@@ -57,8 +57,9 @@ type Server struct {
 	Lifecycle  Lifecycle
 	Templates  Templates
 	Absorb     Absorber
-	LoginLinks LoginLinks   // nil: login links answer unavailable
-	Web        http.Handler // everything outside the API (the web UI at /); nil: JSON not-found
+	Runtimes   desk.RuntimeService // nil: the runtime routes answer unavailable
+	LoginLinks LoginLinks          // nil: login links answer unavailable
+	Web        http.Handler        // everything outside the API (the web UI at /); nil: JSON not-found
 	// Streams owns the open event streams, so a shutdown can end them;
 	// nil makes one of the server's own.
 	Streams *Streams

@@ -118,6 +118,18 @@ func (s *sessions) create(ctx context.Context, in desk.SessionCreate, reconstruc
 	if err := validModel(in.Model, in.Script); err != nil {
 		return nil, err
 	}
+	if in.Runtime != "" {
+		// A session picks a runtime the operator registered, by name; it
+		// never brings its own program.
+		if in.Model != "" || len(in.Script) > 0 {
+			return nil, desk.Errorf(desk.EINVALID, "a runtime-backed session takes no model or script: runtime %s runs its own", in.Runtime)
+		}
+		if _, err := s.store.GetRuntime(ctx, in.Runtime); desk.IsCode(err, desk.ENOTFOUND) {
+			return nil, desk.Errorf(desk.EINVALID, "runtime %q is not registered (the admin registers runtimes: desk runtime add)", in.Runtime)
+		} else if err != nil {
+			return nil, err
+		}
+	}
 	var actor *desk.Actor
 	switch {
 	case in.Actor == "" && p.Admin:
@@ -140,7 +152,7 @@ func (s *sessions) create(ctx context.Context, in desk.SessionCreate, reconstruc
 	x := &desk.Session{
 		ID: desk.NewID(desk.PrefixSession), Signature: desk.NewSignature(), WorkspaceID: w.ID, Actor: actor.ID,
 		Title: strings.TrimSpace(in.Title), Lifecycle: desk.SessionActive, CreatedAt: now, UpdatedAt: now,
-		ReconstructedFrom: reconstructedFrom, Model: in.Model, Script: in.Script,
+		ReconstructedFrom: reconstructedFrom, Model: in.Model, Script: in.Script, Runtime: in.Runtime,
 	}
 	x.Origin = originOf(ctx, x)
 	// The artifact directory exists from birth so /artifacts is always

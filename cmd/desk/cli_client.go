@@ -20,6 +20,7 @@ func addClientCommands(root *cobra.Command, g *globals) {
 		sessionCmd(g),
 		artifactCmd(g),
 		groupCmd(g),
+		runtimeCmd(g),
 		guestCmd(g),
 		adminCmd(g),
 		healthCmd(g),

@@ -16,7 +16,7 @@ import (
 func sessionCmd(g *globals) *cobra.Command {
 	cmd := noun("session", "Create, list, organise and delete sessions", "ses")
 
-	var actor, title, model, scriptFile string
+	var actor, title, model, scriptFile, runtimeName string
 	create := &cobra.Command{
 		Use:   "create <ws>",
 		Short: "Create a session in a workspace",
@@ -32,7 +32,7 @@ session takes its script from --script FILE ("-" for stdin): {"steps":[…]}.`,
 			if err != nil {
 				return err
 			}
-			in := client.SessionCreate{Actor: actor, Title: title, Model: model}
+			in := client.SessionCreate{Actor: actor, Title: title, Model: model, Runtime: runtimeName}
 			if scriptFile != "" {
 				var b []byte
 				if scriptFile == "-" {
@@ -58,6 +58,7 @@ session takes its script from --script FILE ("-" for stdin): {"steps":[…]}.`,
 	create.Flags().StringVar(&actor, "actor", "", "owning actor (id or name); default the caller's own")
 	create.Flags().StringVar(&title, "title", "", "session title")
 	create.Flags().StringVar(&model, "model", "", "the session's own model (default: the server's DESK_MODEL)")
+	create.Flags().StringVar(&runtimeName, "runtime", "", "a registered runtime (desk runtime ls) that runs the session's turns instead of desk's agent")
 	create.Flags().StringVar(&scriptFile, "script", "", "the script of a --model script session: a JSON file, or - for stdin")
 
 	var pinned, archived, all bool

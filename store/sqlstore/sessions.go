@@ -8,14 +8,14 @@ import (
 	"github.com/desk-runtime/desk"
 )
 
-const sessionCols = `id, signature, workspace_id, actor_id, title, pinned, archived, unread, lifecycle, origin, deleting, created_at, updated_at, surface_id, reconstructed_from, model`
+const sessionCols = `id, signature, workspace_id, actor_id, title, pinned, archived, unread, lifecycle, origin, deleting, created_at, updated_at, surface_id, reconstructed_from, model, runtime, native_id`
 
 func scanSession(r interface{ Scan(...any) error }) (*desk.Session, error) {
 	var x desk.Session
 	var origin string
 	var c, u int64
 	if err := r.Scan(&x.ID, &x.Signature, &x.WorkspaceID, &x.Actor, &x.Title, &x.Pinned, &x.Archived,
-		&x.Unread, &x.Lifecycle, &origin, &x.Deleting, &c, &u, &x.SurfaceID, &x.ReconstructedFrom, &x.Model); err != nil {
+		&x.Unread, &x.Lifecycle, &origin, &x.Deleting, &c, &u, &x.SurfaceID, &x.ReconstructedFrom, &x.Model, &x.Runtime, &x.NativeID); err != nil {
 		return nil, err
 	}
 	o, err := decodeOrigin(origin)
@@ -33,10 +33,10 @@ func (s *DB) CreateSession(ctx context.Context, x *desk.Session) error {
 		x.SurfaceID = desk.NewID(desk.PrefixSurface)
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := s.exec(ctx, tx, `INSERT INTO sessions (`+sessionCols+`, script) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := s.exec(ctx, tx, `INSERT INTO sessions (`+sessionCols+`, script) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			x.ID, x.Signature, x.WorkspaceID, x.Actor, x.Title, x.Pinned, x.Archived, x.Unread, x.Lifecycle,
 			encodeJSON(x.Origin), false, micros(x.CreatedAt), micros(x.UpdatedAt), x.SurfaceID, x.ReconstructedFrom,
-			x.Model, string(x.Script))
+			x.Model, x.Runtime, x.NativeID, string(x.Script))
 		if err != nil {
 			return s.conflict(err, "session "+x.ID+" already exists")
 		}

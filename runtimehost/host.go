@@ -1,0 +1,713 @@
+// Package runtimehost owns running a desk session's turns on an external
+// agent runtime (Codex app-server, Claude Code stream-json, any ACP
+// agent): the operator's registry of runtimes (Registry) and the Host, an
+// execution.Executor that supervises one child per live session inside
+// the session's sandbox and maps what the runtime reports onto desk's
+// records. The protocols themselves are transports behind
+// runtimehost/wire; the host picks one by the runtime's protocol and
+// never branches on a runtime's name.
+package runtimehost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent/sandbox"
+	"github.com/desk-runtime/desk/archive"
+	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/runtimehost/wire"
+	"github.com/desk-runtime/desk/session"
+)
+
+// Defaults of Options' zero values.
+const (
+	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultCancelGrace is how long a cancelled turn has to stop after
+	// the protocol's cancel before the child's process tree is killed.
+	DefaultCancelGrace = 2 * time.Second
+	decisionPoll       = 250 * time.Millisecond
+)
+
+// Guest paths of a runtime's child.
+const (
+	GuestState = "/runtime-home" // the runtime's durable state directory: its HOME
+	guestCwd   = "/workspace"
+)
+
+// Options are the host's collaborators.
+type Options struct {
+	Store desk.Store
+	Home  layout.Home
+	// Transports maps a protocol to the transport speaking it.
+	Transports map[wire.Protocol]wire.Transport
+	// Spawner starts children in the sandbox; Direct starts them on the
+	// host for full-access workspaces. A nil Spawner leaves only
+	// full-access workspaces able to run a runtime.
+	Spawner sandbox.Spawner
+	Direct  sandbox.Spawner
+	Archive *archive.Archive
+	Logger  *slog.Logger
+	// LookupEnv reads the values of a runtime's passed-through variables
+	// (os.LookupEnv when nil).
+	LookupEnv   func(string) (string, bool)
+	IdleTimeout time.Duration
+	CancelGrace time.Duration
+}
+
+// Host is the runtime executor. Open/Close: Close stops every child.
+type Host struct {
+	o Options
+
+	mu       sync.Mutex
+	children map[string]*child // session id → live child
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+// New returns a host.
+func New(o Options) *Host {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.LookupEnv == nil {
+		o.LookupEnv = os.LookupEnv
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.CancelGrace <= 0 {
+		o.CancelGrace = DefaultCancelGrace
+	}
+	if o.Direct == nil {
+		o.Direct = sandbox.DirectSpawner()
+	}
+	return &Host{o: o, children: map[string]*child{}}
+}
+
+func (h *Host) Open(context.Context) error { return nil }
+
+// Close stops every child and waits for their supervisors.
+func (h *Host) Close(context.Context) error {
+	h.mu.Lock()
+	h.closed = true
+	cs := h.children
+	h.children = map[string]*child{}
+	h.mu.Unlock()
+	for _, c := range cs {
+		c.stop()
+	}
+	h.wg.Wait()
+	return nil
+}
+
+// Running reports how many children are alive (tests and the UI).
+func (h *Host) Running() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.children)
+}
+
+// Available tells whether a runtime-backed session can take work: its
+// runtime is registered and desk speaks its protocol.
+func (h *Host) Available(ctx context.Context, s *desk.Session) error {
+	rt, err := h.o.Store.GetRuntime(ctx, s.Runtime)
+	if desk.IsCode(err, desk.ENOTFOUND) {
+		return errNotRegistered(s.Runtime)
+	}
+	if err != nil {
+		return err
+	}
+	if h.o.Transports[wire.Protocol(rt.Protocol)] == nil {
+		return desk.Errorf(desk.EUNAVAILABLE, "this desk has no transport for protocol %s (runtime %s)", rt.Protocol, rt.Name)
+	}
+	return nil
+}
+
+// child is one runtime process of one session.
+type child struct {
+	sessionID string
+	runtime   string
+	proc      *sandbox.Process
+	conn      wire.Conn
+	native    string
+	stderr    *tail
+	exited    chan struct{} // closed when the process is gone
+	exitErr   error
+	idle      *time.Timer
+	busy      bool
+	stopOnce  sync.Once
+}
+
+func (c *child) stop() {
+	c.stopOnce.Do(func() {
+		c.conn.Close()
+		c.proc.Stdin.Close()
+		c.proc.Kill()
+	})
+	<-c.exited
+}
+
+// why describes how the child ended, with the end of its stderr.
+func (c *child) why() string {
+	msg := "the runtime's process exited"
+	if c.exitErr != nil {
+		msg += " (" + c.exitErr.Error() + ")"
+	}
+	if s := strings.TrimSpace(c.stderr.String()); s != "" {
+		msg += "; its stderr ends: " + s
+	}
+	return msg
+}
+
+// tail keeps the last bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2048 {
+		t.buf = t.buf[len(t.buf)-2048:]
+	}
+	t.mu.Unlock()
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// StateDir is the host directory of a runtime's durable state in a
+// workspace. It lies outside the workspace's own tree, so exports never
+// carry it (it may hold the runtime's credentials).
+func StateDir(home layout.Home, workspaceID, runtime string) string {
+	return filepath.Join(home.Root, "runtime-state", workspaceID, runtime)
+}
+
+// Execute runs one turn on the session's runtime.
+func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outcome, error) {
+	x := t.Session
+	rt, err := h.o.Store.GetRuntime(ctx, x.Runtime)
+	if desk.IsCode(err, desk.ENOTFOUND) {
+		return nil, errNotRegistered(x.Runtime)
+	}
+	if err != nil {
+		return nil, err
+	}
+	tr := h.o.Transports[wire.Protocol(rt.Protocol)]
+	if tr == nil {
+		return nil, desk.Errorf(desk.EUNAVAILABLE, "this desk has no transport for protocol %s (runtime %s)", rt.Protocol, rt.Name)
+	}
+	w, err := h.o.Store.GetWorkspace(ctx, x.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	settings, err := h.o.Store.GetAgentSettings(ctx, x.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	// The stored session is the truth for the native id (another turn
+	// may have recorded it since the turn's copy was read).
+	cur, err := h.o.Store.GetSession(ctx, x.ID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := h.acquire(ctx, rt, tr, w, settings, cur)
+	if err != nil {
+		return nil, err
+	}
+	defer h.release(c)
+	if err := t.Started(); err != nil {
+		return nil, err
+	}
+	s := &sink{h: h, t: t, c: c, settings: settings}
+	type result struct {
+		res wire.Result
+		err error
+	}
+	pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer pcancel()
+	done := make(chan result, 1)
+	go func() {
+		r, err := c.conn.Prompt(pctx, t.Item.Text, s)
+		done <- result{r, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-c.exited:
+		pcancel()
+		r = <-done
+		return nil, fmt.Errorf("runtime %s: %s", rt.Name, c.why())
+	case <-ctx.Done():
+		// An interrupt: the protocol's cancel first, then the process
+		// tree if the turn does not stop in time.
+		cctx, ccancel := context.WithTimeout(context.Background(), h.o.CancelGrace)
+		_ = c.conn.Cancel(cctx)
+		select {
+		case r = <-done:
+		case <-cctx.Done():
+			h.o.Logger.Warn("runtime did not stop its turn in time; killing its process tree", "runtime", rt.Name, "session", x.ID)
+			pcancel()
+			h.drop(c)
+			<-done
+		}
+		ccancel()
+		return nil, ctx.Err()
+	}
+	if r.err != nil {
+		if errors.Is(r.err, wire.ErrCannotLoad) {
+			h.drop(c)
+			return nil, cannotLoad(rt, c.native, r.err)
+		}
+		select {
+		case <-c.exited:
+			return nil, fmt.Errorf("runtime %s: %v; %s", rt.Name, r.err, c.why())
+		default:
+		}
+		h.drop(c)
+		return nil, fmt.Errorf("runtime %s: %w", rt.Name, r.err)
+	}
+	reply := r.res.Reply
+	if reply == "" {
+		reply = s.text.String()
+	}
+	switch r.res.StopReason {
+	case wire.StopFailed:
+		return nil, fmt.Errorf("runtime %s failed the turn: %s", rt.Name, r.res.Error)
+	case wire.StopCancelled:
+		return nil, fmt.Errorf("runtime %s cancelled the turn by itself", rt.Name)
+	}
+	return &execution.Outcome{Reply: reply}, nil
+}
+
+func cannotLoad(rt *desk.Runtime, native string, err error) error {
+	return desk.Errorf(desk.ECONFLICT, "runtime %s cannot reopen this session's conversation %s (%v). desk never starts a new conversation under an existing session: "+
+		"restore the runtime's state directory if it was lost, or start a new session to begin afresh", rt.Name, native, err)
+}
+
+// acquire returns the session's live child, starting (and opening its
+// native conversation) when there is none.
+func (h *Host) acquire(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w *desk.Workspace, st *desk.AgentSettings, x *desk.Session) (*child, error) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, desk.Errorf(desk.EUNAVAILABLE, "desk is shutting down")
+	}
+	if c := h.children[x.ID]; c != nil {
+		select {
+		case <-c.exited:
+			delete(h.children, x.ID)
+		default:
+			c.busy = true
+			c.idle.Stop()
+			h.mu.Unlock()
+			return c, nil
+		}
+	}
+	h.mu.Unlock()
+	c, err := h.start(ctx, rt, tr, w, st, x)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		go c.stop()
+		return nil, desk.Errorf(desk.EUNAVAILABLE, "desk is shutting down")
+	}
+	c.busy = true
+	h.children[x.ID] = c
+	return c, nil
+}
+
+// release marks the child idle and arms its idle timeout.
+func (h *Host) release(c *child) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c.busy = false
+	if h.children[c.sessionID] == c {
+		c.idle.Reset(h.o.IdleTimeout)
+	}
+}
+
+// drop stops a child and forgets it.
+func (h *Host) drop(c *child) {
+	h.mu.Lock()
+	if h.children[c.sessionID] == c {
+		delete(h.children, c.sessionID)
+	}
+	h.mu.Unlock()
+	c.stop()
+}
+
+func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w *desk.Workspace, st *desk.AgentSettings, x *desk.Session) (*child, error) {
+	state := StateDir(h.o.Home, x.WorkspaceID, rt.Name)
+	for _, d := range []string{state, filepath.Join(state, "codex"), filepath.Join(state, "claude")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("runtime state directory: %w", err)
+		}
+	}
+	fm := session.Mounts(h.o.Home, session.View{Session: x, HostPaths: w.HostPaths})
+	mounts, err := sandbox.FromJail(fm)
+	if err != nil {
+		return nil, err
+	}
+	sp, guestHome := h.o.Spawner, GuestState
+	direct := st.ApprovalMode == desk.ApprovalModeFullAccess
+	if direct {
+		sp, guestHome = h.o.Direct, state
+	}
+	if sp == nil {
+		return nil, desk.Errorf(desk.EUNAVAILABLE, "no sandbox is available on this desk (install bubblewrap); runtime %s runs only in full-access workspaces without one", rt.Name)
+	}
+	mounts = append(mounts, sandbox.Mount{Guest: GuestState, Host: state, Writable: true})
+	env := map[string]string{"HOME": guestHome, "CODEX_HOME": guestHome + "/codex", "CLAUDE_CONFIG_DIR": guestHome + "/claude", "TERM": "dumb"}
+	for _, name := range rt.Env {
+		if v, ok := h.o.LookupEnv(name); ok {
+			env[name] = v
+		}
+	}
+	argv := append(append([]string{}, rt.Argv...), tr.Args(x.NativeID)...)
+	proc, err := sp.Spawn(ctx, sandbox.SpawnSpec{Mounts: mounts, Cwd: guestCwd, Argv: argv, ReadOnly: installRoot(rt.Argv[0]), Env: env, Network: st.Network})
+	if err != nil {
+		return nil, fmt.Errorf("start runtime %s: %w", rt.Name, err)
+	}
+	c := &child{sessionID: x.ID, runtime: rt.Name, proc: proc, native: x.NativeID, stderr: &tail{}, exited: make(chan struct{})}
+	log := h.o.Logger.With("runtime", rt.Name, "session", x.ID)
+	c.idle = time.AfterFunc(time.Hour, func() {
+		h.mu.Lock()
+		idle := !c.busy && h.children[c.sessionID] == c
+		if idle {
+			delete(h.children, c.sessionID)
+		}
+		h.mu.Unlock()
+		if idle {
+			log.Info("runtime idle; stopping its process")
+			c.stop()
+		}
+	})
+	c.idle.Stop()
+	h.wg.Add(2)
+	stderrDone := make(chan struct{})
+	go func() { // stderr: to the log, and its end kept for error messages
+		defer h.wg.Done()
+		defer close(stderrDone)
+		drain(proc.Stderr, c.stderr, log)
+	}()
+	go func() {
+		defer h.wg.Done()
+		c.exitErr = proc.Wait()
+		proc.Kill() // whatever it left in its group
+		<-stderrDone
+		close(c.exited)
+	}()
+	conn, err := tr.Attach(ctx, wire.Stdio{Stdin: proc.Stdin, Stdout: proc.Stdout}, wire.Options{Cwd: guestCwd, Log: log})
+	if err != nil {
+		proc.Stdin.Close()
+		proc.Kill()
+		<-c.exited
+		return nil, fmt.Errorf("runtime %s: %v; %s", rt.Name, err, c.why())
+	}
+	c.conn = conn
+	native, err := conn.Open(ctx, x.NativeID)
+	if err != nil {
+		c.stop()
+		if errors.Is(err, wire.ErrCannotLoad) {
+			return nil, cannotLoad(rt, x.NativeID, err)
+		}
+		return nil, fmt.Errorf("runtime %s: %v; %s", rt.Name, err, c.why())
+	}
+	if native != "" && x.NativeID != "" && native != x.NativeID {
+		c.stop()
+		return nil, desk.Errorf(desk.ECONFLICT, "runtime %s reopened conversation %s instead of this session's %s; the turn is refused", rt.Name, native, x.NativeID)
+	}
+	if native != "" && x.NativeID == "" {
+		if err := h.o.Store.SetSessionNativeID(ctx, x.ID, native); err != nil {
+			c.stop()
+			return nil, err
+		}
+		c.native = native
+	}
+	return c, nil
+}
+
+// installRoot is what the sandbox binds read-only for a program: its
+// directory, or for a program inside a node_modules tree the outermost
+// node_modules (a Node package needs its dependencies).
+func installRoot(bin string) []string {
+	dir := filepath.Dir(bin)
+	root := dir
+	for d := dir; d != "/" && d != "."; d = filepath.Dir(d) {
+		if filepath.Base(d) == "node_modules" {
+			root = d
+		}
+	}
+	return []string{root}
+}
+
+func drain(r io.Reader, keep io.Writer, log *slog.Logger) {
+	buf := make([]byte, 4096)
+	var line bytes.Buffer
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			keep.Write(buf[:n])
+			line.Write(buf[:n])
+			for {
+				i := bytes.IndexByte(line.Bytes(), '\n')
+				if i < 0 {
+					break
+				}
+				log.Info("runtime stderr", "line", string(line.Bytes()[:i]))
+				line.Next(i + 1)
+			}
+		}
+		if err != nil {
+			if line.Len() > 0 {
+				log.Info("runtime stderr", "line", line.String())
+			}
+			return
+		}
+	}
+}
+
+// sink maps one turn's wire events onto desk's records.
+type sink struct {
+	h        *Host
+	t        *execution.Turn
+	c        *child
+	settings *desk.AgentSettings
+	text     strings.Builder
+	cmds     map[string]*desk.Command // runtime tool call id → record
+}
+
+func (s *sink) log() *slog.Logger { return s.h.o.Logger.With("session", s.t.Session.ID) }
+
+func (s *sink) NativeID(id string) {
+	if id == "" || id == s.c.native {
+		return
+	}
+	if err := s.h.o.Store.SetSessionNativeID(context.Background(), s.t.Session.ID, id); err != nil {
+		s.log().Warn("record native id", "err", err)
+		return
+	}
+	s.c.native = id
+}
+
+func (s *sink) Text(delta string) {
+	s.text.WriteString(delta)
+	s.t.Emit("assistant.delta", map[string]any{"text": delta})
+}
+
+var toolStatus = map[string]string{
+	wire.ToolPending: desk.CommandRequested, wire.ToolInProgress: desk.CommandRunning,
+	wire.ToolCompleted: desk.CommandSucceeded, wire.ToolFailed: desk.CommandFailed,
+}
+
+// command returns the record of a runtime tool call, creating it.
+func (s *sink) command(id, kind, title string, input json.RawMessage) *desk.Command {
+	if s.cmds == nil {
+		s.cmds = map[string]*desk.Command{}
+	}
+	if c := s.cmds[id]; c != nil {
+		return c
+	}
+	exe := s.t.Execution
+	args := input
+	if len(args) == 0 || !json.Valid(args) {
+		args, _ = json.Marshal(map[string]string{"title": title})
+	}
+	tool := kind
+	if tool == "" {
+		tool = wire.ToolOther
+	}
+	c := &desk.Command{ID: desk.NewID("cmd"), ExecutionID: exe.ID, SessionID: s.t.Session.ID, SurfaceID: exe.SurfaceID,
+		CallID: id, Tool: tool, Arguments: args, Status: desk.CommandRequested, CreatedAt: desk.Now()}
+	if err := s.h.o.Store.CreateCommand(context.Background(), c); err != nil {
+		s.log().Warn("record runtime tool call", "err", err)
+	}
+	s.cmds[id] = c
+	s.t.Emit("tool.call_started", map[string]any{"call_id": id, "tool": tool, "command_id": c.ID, "title": title})
+	return c
+}
+
+func (s *sink) Tool(ev wire.ToolEvent) {
+	c := s.command(ev.ID, ev.Kind, ev.Title, ev.Input)
+	if len(ev.Input) > 0 && json.Valid(ev.Input) {
+		c.Arguments = ev.Input
+	}
+	if st := toolStatus[ev.Status]; st != "" && st != c.Status {
+		now := desk.Now()
+		if st == desk.CommandRunning && c.StartedAt == nil {
+			c.StartedAt = &now
+		}
+		if st == desk.CommandSucceeded || st == desk.CommandFailed {
+			if c.StartedAt == nil {
+				c.StartedAt = &now
+			}
+			c.FinishedAt = &now
+		}
+		c.Status = st
+	}
+	if ev.Output != "" {
+		if len(ev.Output) > len(c.Output) && strings.HasPrefix(ev.Output, c.Output) {
+			s.t.Emit("tool.output", map[string]any{"command_id": c.ID, "text": ev.Output[len(c.Output):]})
+		}
+		c.Output = ev.Output
+	}
+	if err := s.h.o.Store.UpdateCommand(context.Background(), c); err != nil {
+		s.log().Warn("update runtime tool call", "err", err)
+	}
+}
+
+func (s *sink) Plan(entries []wire.PlanEntry) {
+	steps := make([]string, 0, len(entries))
+	for _, e := range entries {
+		steps = append(steps, fmt.Sprintf("[%s] %s", e.Status, e.Content))
+	}
+	card, _ := json.Marshal(map[string]any{"title": "Plan", "steps": steps, "entries": entries})
+	exe := s.t.Execution
+	p := &desk.Plan{ID: desk.NewID("pln"), SessionID: s.t.Session.ID, ExecutionID: exe.ID, Card: card, Status: desk.PlanApproved, CreatedAt: desk.Now()}
+	if err := s.h.o.Store.CreatePlan(context.Background(), p); err != nil {
+		s.log().Warn("record runtime plan", "err", err)
+		return
+	}
+	s.t.Emit("plan.updated", map[string]any{"plan_id": p.ID})
+}
+
+// pick returns the option of the first kind found, in order.
+func pick(opts []wire.PermissionOption, kinds ...string) (string, bool) {
+	for _, k := range kinds {
+		for _, o := range opts {
+			if o.Kind == k {
+				return o.ID, true
+			}
+		}
+	}
+	return "", false
+}
+
+// readOnly kinds an auto-review workspace lets a runtime do unasked.
+var readOnly = map[string]bool{wire.ToolRead: true, wire.ToolSearch: true}
+
+func (s *sink) Permission(ctx context.Context, req wire.PermissionRequest) (wire.PermissionAnswer, error) {
+	allow := func() (wire.PermissionAnswer, error) {
+		if id, ok := pick(req.Options, wire.AllowOnce, wire.AllowAlways); ok {
+			return wire.PermissionAnswer{OptionID: id}, nil
+		}
+		return wire.PermissionAnswer{}, fmt.Errorf("the runtime offered no allow option")
+	}
+	reject := func() (wire.PermissionAnswer, error) {
+		if id, ok := pick(req.Options, wire.RejectOnce, wire.RejectAlways); ok {
+			return wire.PermissionAnswer{OptionID: id}, nil
+		}
+		return wire.PermissionAnswer{Cancelled: true}, nil
+	}
+	id := req.ToolCallID
+	if id == "" {
+		id = "permission-" + desk.NewID("p")
+	}
+	cmd := s.command(id, req.Kind, req.Title, req.Input)
+	summary := req.Title
+	if len(req.Input) > 0 {
+		summary += " " + string(req.Input)
+	}
+	exe := s.t.Execution
+	store := s.h.o.Store
+	bg := context.Background()
+	env := s.envelope()
+	switch s.settings.ApprovalMode {
+	case desk.ApprovalModeFullAccess:
+		return allow()
+	case desk.ApprovalModeAutoReview:
+		ok := readOnly[req.Kind]
+		now := desk.Now()
+		status, reason := desk.ApprovalDenied, "auto-review: the runtime asked to "+req.Kind+"; only reads and searches are allowed unasked"
+		if ok {
+			status, reason = desk.ApprovalApproved, "auto-review: a read-only action"
+		}
+		ap := &desk.Approval{ID: desk.NewID("apr"), SessionID: s.t.Session.ID, ExecutionID: exe.ID, CommandID: cmd.ID, Tool: cmd.Tool,
+			Summary: summary, Status: status, DecidedBy: "auto-review", Reason: reason, CreatedAt: now, DecidedAt: &now}
+		if err := store.CreateApproval(bg, ap); err != nil {
+			return wire.PermissionAnswer{}, err
+		}
+		s.archive(&archive.ApprovalRequested{Envelope: env, ApprovalID: ap.ID, Tool: ap.Tool, Summary: summary})
+		s.archive(&archive.ApprovalResolved{Envelope: env, ApprovalID: ap.ID, Decision: status, Reason: reason})
+		if ok {
+			return allow()
+		}
+		return reject()
+	}
+	ap := &desk.Approval{ID: desk.NewID("apr"), SessionID: s.t.Session.ID, ExecutionID: exe.ID, CommandID: cmd.ID, Tool: cmd.Tool,
+		Summary: summary, Status: desk.ApprovalPending, CreatedAt: desk.Now()}
+	if err := store.CreateApproval(bg, ap); err != nil {
+		return wire.PermissionAnswer{}, err
+	}
+	cmd.Status = desk.CommandWaiting
+	_ = store.UpdateCommand(bg, cmd)
+	s.archive(&archive.ApprovalRequested{Envelope: env, ApprovalID: ap.ID, Tool: ap.Tool, Summary: summary})
+	tick := time.NewTicker(decisionPoll)
+	defer tick.Stop()
+	for {
+		cur, err := store.GetApproval(bg, ap.ID)
+		if err != nil {
+			return wire.PermissionAnswer{}, err
+		}
+		if cur.Status != desk.ApprovalPending {
+			s.archive(&archive.ApprovalResolved{Envelope: env, ApprovalID: ap.ID, Decision: cur.Status, Reason: cur.Reason})
+			cmd.Status = desk.CommandRequested
+			if cur.Status == desk.ApprovalApproved {
+				_ = store.UpdateCommand(bg, cmd)
+				return allow()
+			}
+			cmd.Status = desk.CommandDeclined
+			_ = store.UpdateCommand(bg, cmd)
+			return reject()
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			if _, err := store.DecideApproval(bg, ap.ID, desk.ApprovalCancelled, "system", "the turn was interrupted", desk.Now()); err == nil {
+				s.archive(&archive.ApprovalResolved{Envelope: env, ApprovalID: ap.ID, Decision: "cancelled", Reason: "the turn was interrupted"})
+			}
+			cmd.Status = desk.CommandCancelled
+			_ = store.UpdateCommand(bg, cmd)
+			return wire.PermissionAnswer{Cancelled: true}, nil
+		}
+	}
+}
+
+func (s *sink) envelope() archive.Envelope {
+	x, exe := s.t.Session, s.t.Execution
+	o := desk.Origin{WorkspaceID: x.WorkspaceID, SessionID: x.ID, ExecutionID: exe.ID, SurfaceID: exe.SurfaceID, Actor: x.Actor, Kind: desk.OriginAgent}
+	return archive.Envelope{At: time.Now(), Channel: s.t.Item.Channel, ConversationID: s.t.Item.ConversationID, Origin: &o, TurnID: exe.ID}
+}
+
+func (s *sink) archive(r archive.Record) {
+	if s.h.o.Archive == nil {
+		return
+	}
+	if err := s.h.o.Archive.Append(context.Background(), s.t.Session.WorkspaceID, r); err != nil {
+		s.log().Warn("archive", "err", err)
+	}
+}
+
+var _ execution.Executor = (*Host)(nil)
+var _ wire.Sink = (*sink)(nil)

@@ -1,0 +1,127 @@
+package runtimehost
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/desk-runtime/desk"
+)
+
+var (
+	runtimeName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+	envName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// Registry is the operator's list of runtimes (desk.RuntimeService):
+// only the admin token registers, lists or removes one. argv[0] is
+// resolved on the host at registration, so a session never starts a
+// program the operator did not name.
+type Registry struct {
+	store desk.RuntimeStore
+}
+
+// NewRegistry returns the registry over the store.
+func NewRegistry(store desk.RuntimeStore) *Registry { return &Registry{store: store} }
+
+func admin(ctx context.Context) error {
+	p, ok := desk.PrincipalFrom(ctx)
+	if !ok {
+		return desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
+	}
+	if !p.Admin {
+		return desk.Errorf(desk.EFORBIDDEN, "only the admin token registers runtimes; an actor may pick a registered runtime by name when creating a session")
+	}
+	return nil
+}
+
+// Add validates and registers r.
+func (g *Registry) Add(ctx context.Context, r desk.Runtime) (*desk.Runtime, error) {
+	if err := admin(ctx); err != nil {
+		return nil, err
+	}
+	if !runtimeName.MatchString(r.Name) {
+		return nil, desk.Errorf(desk.EINVALID, "runtime name %q: use 1-63 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit", r.Name)
+	}
+	if !slices.Contains(desk.RuntimeProtocols, r.Protocol) {
+		return nil, desk.Errorf(desk.EINVALID, "unknown runtime protocol %q: use one of %s", r.Protocol, strings.Join(desk.RuntimeProtocols, ", "))
+	}
+	if len(r.Argv) == 0 || r.Argv[0] == "" {
+		return nil, desk.Errorf(desk.EINVALID, "argv is required: the program to start and its arguments")
+	}
+	bin, err := Resolve(r.Argv[0])
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range r.Env {
+		if !envName.MatchString(e) {
+			return nil, desk.Errorf(desk.EINVALID, "env %q: give names of environment variables (values are read from desk's environment when the runtime starts)", e)
+		}
+	}
+	x := &desk.Runtime{Name: r.Name, Protocol: r.Protocol, Argv: append([]string{bin}, r.Argv[1:]...),
+		Env: slices.Compact(slices.Sorted(slices.Values(r.Env))), CreatedAt: desk.Now()}
+	if x.Env == nil {
+		x.Env = []string{}
+	}
+	if err := g.store.CreateRuntime(ctx, x); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// List returns the registered runtimes.
+func (g *Registry) List(ctx context.Context) ([]*desk.Runtime, error) {
+	if err := admin(ctx); err != nil {
+		return nil, err
+	}
+	return g.store.ListRuntimes(ctx)
+}
+
+// Remove deletes a registration.
+func (g *Registry) Remove(ctx context.Context, name string) error {
+	if err := admin(ctx); err != nil {
+		return err
+	}
+	return g.store.DeleteRuntime(ctx, name)
+}
+
+// Resolve finds argv[0] on the host (through PATH when it has no slash)
+// and checks it is an executable regular file; the result is absolute
+// with its symbolic links resolved, the file the sandbox binds.
+func Resolve(arg0 string) (string, error) {
+	p := arg0
+	if !strings.Contains(arg0, "/") {
+		lp, err := exec.LookPath(arg0)
+		if err != nil {
+			return "", desk.Errorf(desk.EINVALID, "argv[0] %q is not a program on desk's PATH", arg0)
+		}
+		p = lp
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", desk.Errorf(desk.EINVALID, "argv[0] %q: %v", arg0, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", desk.Errorf(desk.EINVALID, "argv[0] %q does not exist on the desk host", arg0)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", desk.Errorf(desk.EINVALID, "argv[0] %q: %v", arg0, err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return "", desk.Errorf(desk.EINVALID, "argv[0] %q (%s) is not an executable file", arg0, real)
+	}
+	return real, nil
+}
+
+var _ desk.RuntimeService = (*Registry)(nil)
+
+// errNotRegistered is the failure of a turn whose runtime was removed.
+func errNotRegistered(name string) error {
+	return desk.Errorf(desk.EUNAVAILABLE, "runtime %s is not registered on this desk; ask the operator to register it (desk runtime add %s --protocol … -- ARGV…)", name, name)
+}
