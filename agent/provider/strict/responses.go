@@ -250,7 +250,7 @@ func contentParts(raw json.RawMessage) string {
 
 // responsesExtraFields are top-level fields the Responses API takes that
 // openai-go v3.98 does not name; the real Codex sends them.
-var responsesExtraFields = map[string]bool{"client_metadata": true}
+var responsesExtraFields = map[string]bool{"client_metadata": true, "stream": true}
 
 // responsesExtraItemFields are fields of input items the API takes that
 // the SDK's param variants drop (item ids on input messages and on
