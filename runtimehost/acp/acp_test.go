@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -100,6 +101,11 @@ func (e *env) start() *child {
 	e.t.Helper()
 	cmd := exec.Command(e.bin)
 	cmd.Dir = e.cwd
+	// The npm launcher is a node script that starts the native binary:
+	// the whole group is killed, and Wait does not wait on a grandchild
+	// that still holds stderr.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 2 * time.Second
 	cmd.Env = append(os.Environ(), "CODEX_HOME="+e.home, "HOME="+e.home, "SCRIPTED_API_KEY=test-key", "RUST_LOG=warn", "NO_COLOR=1")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -119,7 +125,7 @@ func (e *env) start() *child {
 			c.conn.Close()
 		}
 		stdin.Close()
-		cmd.Process.Kill()
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 		if e.t.Failed() {
 			e.t.Logf("codex-acp stderr:\n%s", c.stderr.String())
