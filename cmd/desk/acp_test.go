@@ -108,7 +108,7 @@ func runACPClient(t *testing.T, node, npmBin string, agent []string, env []strin
 func TestACPAgentTypeScriptClient(t *testing.T) {
 	node, npmBin := acpSDK(t)
 	d := startBinDesk(t)
-	ws := d.workspace("acp", false)
+	d.workspace("acp", false) // named by --workspace below
 	script := filepath.Join(t.TempDir(), "script.json")
 	slow := `{"text":"` + strings.Repeat("slowly streaming words ", 40) + `","delay_ms":30000}`
 	if err := os.WriteFile(script, []byte(`{"steps":[`+execStep("echo acp-approved")+`,`+textStep("It ran.")+`,`+slow+`]}`), 0o644); err != nil {
