@@ -304,9 +304,11 @@ func TestToolCallWithPermission(t *testing.T) {
 
 // Cancel mid-turn stops the turn within 2 s with StopCancelled.
 func TestCancelMidTurn(t *testing.T) {
+	e := newEnv(t)
+	// Registered after the server's own cleanup, so it runs first: the
+	// held handler returns before the server waits for it.
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	e := newEnv(t)
 	streaming := make(chan struct{}, 1)
 	e.srv.Respond(func(strict.ResponsesRequest) strict.Reply {
 		streaming <- struct{}{}
