@@ -37,6 +37,7 @@ func addClientCommands(root *cobra.Command, g *globals) {
 		templateCmd(g),
 		usageCmd(g),
 		mcpCmd(g),
+		acpCmd(g),
 		loginLinkCmd(g),
 	)
 	root.AddCommand(decideCommands(g)...)
