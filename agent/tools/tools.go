@@ -98,7 +98,7 @@ type Env struct {
 	// Procs holds the execution's long-running command sessions
 	// (exec_command with yield_time_ms, write_stdin); nil outside one.
 	Procs *Procs
-	HTTP    *http.Client
+	HTTP  *http.Client
 	// Search answers acquire search; nil when no provider is configured.
 	Search func(ctx context.Context, query string, limit int) ([]SearchHit, error)
 	// Ask asks the user (request_user_input); it returns the answers and
