@@ -296,7 +296,7 @@ func startSession(ctx context.Context, env *Env, call *Call, command, guestCwd s
 
 type writeStdinArgs struct {
 	SessionID   int    `json:"session_id" jsonschema:"minimum=1" jsonschema_description:"the session_id exec_command returned for a command still running"`
-	Chars       string `json:"chars,omitempty" jsonschema:"maxLength=65536" jsonschema_description:"text to write to the command's standard input (include \\n to end a line); empty to only collect new output"`
+	Chars       string `json:"chars,omitempty" jsonschema_description:"at most 64 KiB of text to write to the command's standard input (include \\n to end a line); empty to only collect new output"`
 	YieldTimeMS int    `json:"yield_time_ms,omitempty" jsonschema:"minimum=1,maximum=30000" jsonschema_description:"return after at most this many milliseconds, earlier once output came and then paused or the command ended; default 1000"`
 }
 
@@ -326,6 +326,9 @@ func (t writeStdin) Run(ctx context.Context, env *Env, call *Call) (*Result, err
 	}
 	if s == nil {
 		return badArg("session_id", "there is no command session %d in this turn (sessions end with their command, and with the turn)", a.SessionID), nil
+	}
+	if len(a.Chars) > 64<<10 {
+		return badArg("chars", "is %d bytes; write at most 64 KiB per call", len(a.Chars)), nil
 	}
 	facts := map[string]any{"chars_bytes": len(a.Chars)}
 	if a.Chars != "" {
