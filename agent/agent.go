@@ -274,7 +274,11 @@ func (a *Agent) Execute(ctx context.Context, t *execution.Turn) (*execution.Outc
 		instructions: readInstructions(jail, w, settings)}
 	tr.env = &tools.Env{Store: a.store, Home: a.home, Workspace: w, Session: x, Execution: t.Execution, Settings: settings,
 		View: view, Jail: jail, Artifacts: a.artifacts, Paths: a.paths, Selection: a.selection, Sandbox: a.opts.Sandbox,
-		HTTP: a.opts.HTTP, Search: a.opts.Search, Emit: t.Emit, Ask: tr.ask, Propose: tr.propose}
+		HTTP: a.opts.HTTP, Search: a.opts.Search, Emit: t.Emit, Ask: tr.ask, Propose: tr.propose,
+		Procs: tools.NewProcs(actx)}
+	// Long-running command sessions die, with their process trees, when
+	// the turn settles (an interrupt ends them through actx already).
+	defer tr.env.Procs.Close()
 	a.turns.Store(t.Execution.ID, tr)
 	defer a.turns.Delete(t.Execution.ID)
 	out, err := a.run(tr)
@@ -552,13 +556,26 @@ func (tr *turn) runCall(cmd *desk.Command, c desk.MessageCall) (*desk.CommandRes
 	if err := tr.a.store.UpdateCommand(ctx, cmd); err != nil {
 		return nil, err
 	}
-	out := newCoalescer(100*time.Millisecond, func(s string) {
-		tr.t.Emit("tool.output", map[string]any{"command_id": cmd.ID, "text": s})
-	})
+	// One coalescer per stream, so each tool.output event is labelled
+	// stdout or stderr.
+	streamOut := func(stream string) *coalescer {
+		return newCoalescer(100*time.Millisecond, func(s string) {
+			tr.t.Emit("tool.output", map[string]any{"command_id": cmd.ID, "stream": stream, "text": s})
+		})
+	}
+	stdout, stderr := streamOut(sandbox.StreamStdout), streamOut(sandbox.StreamStderr)
+	output := func(stream string, chunk []byte) {
+		if stream == sandbox.StreamStderr {
+			stderr.add(string(chunk))
+		} else {
+			stdout.add(string(chunk))
+		}
+	}
 	cctx := desk.WithOrigin(ctx, desk.Origin{WorkspaceID: tr.x.WorkspaceID, SessionID: tr.x.ID, ExecutionID: exe.ID,
 		SurfaceID: exe.SurfaceID, CommandID: cmd.ID, Actor: tr.x.Actor, Kind: desk.OriginAgent})
-	res, err := tool.Run(cctx, tr.env, &tools.Call{CommandID: cmd.ID, Args: c.Arguments, Output: func(_ string, chunk []byte) { out.add(string(chunk)) }})
-	out.flush()
+	res, err := tool.Run(cctx, tr.env, &tools.Call{CommandID: cmd.ID, Args: c.Arguments, Output: output})
+	stdout.flush()
+	stderr.flush()
 	if err != nil {
 		if errors.Is(err, execution.ErrSuspended) {
 			// The call waits on a person (a question, a plan): its record

@@ -274,6 +274,9 @@ func (b *bubblewrap) launch(p *plan, stdout, stderr *os.File, userns bool) (*pro
 		cmd = exec.Command("/bin/sh", args...)
 	}
 	cmd.Env = p.env // bwrap passes its environment to the command unchanged
+	if p.stdin != nil {
+		cmd.Stdin = p.stdin // bwrap hands its stdin to the command
+	}
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
 	cmd.ExtraFiles = extra

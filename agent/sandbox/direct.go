@@ -54,7 +54,9 @@ func (d *direct) launch(p *plan, stdout, stderr *os.File) (*process, error) {
 	cmd := exec.Command("/bin/sh", "-c", p.command)
 	cmd.Dir = p.hostCwd
 	cmd.Env = p.env
-	cmd.Stdin = nil // /dev/null
+	if p.stdin != nil {
+		cmd.Stdin = p.stdin
+	} // else /dev/null
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
 	setProcAttr(cmd)

@@ -109,8 +109,15 @@ type Spec struct {
 	// Cwd is the guest working directory. It must lie inside a mount and
 	// exist (session.WorkDir chooses it).
 	Cwd string
-	// Command is run with /bin/sh -c. Its standard input is empty.
+	// Command is run with /bin/sh -c. Its standard input is Stdin, or
+	// empty (/dev/null) when Stdin is nil.
 	Command string
+	// Stdin, when set, is the command's standard input: typically the read
+	// end of an os.Pipe whose write end the caller keeps (a long-running
+	// command driven by write_stdin). A file rather than an io.Reader so
+	// that no copying goroutine can outlive the command: the process gets
+	// the descriptor itself. The caller closes it after Run returns.
+	Stdin *os.File
 	// Env is added to the command's small clean environment (PATH,
 	// HOME=/scratch when /scratch is mounted else /tmp, LANG=C.UTF-8,
 	// TERM=dumb) and may override those four. The host's environment is
@@ -256,6 +263,7 @@ type plan struct {
 	cwd       string  // guest
 	hostCwd   string  // the host directory behind cwd (Direct)
 	command   string
+	stdin     *os.File // nil: /dev/null
 	env       []string // the complete environment, sorted
 	network   bool
 	timeout   time.Duration
@@ -271,7 +279,7 @@ var reservedGuest = []string{"/proc", "/dev"}
 // prepare validates s for a sandboxed run, or for Direct when direct is
 // set. Every message names guest paths only.
 func prepare(s Spec, direct bool) (*plan, error) {
-	p := &plan{command: s.Command, network: s.Network, timeout: s.Timeout, maxOutput: s.MaxOutput}
+	p := &plan{command: s.Command, stdin: s.Stdin, network: s.Network, timeout: s.Timeout, maxOutput: s.MaxOutput}
 	if strings.TrimSpace(s.Command) == "" {
 		return nil, desk.Errorf(desk.EINVALID, "the command is empty")
 	}

@@ -47,6 +47,7 @@ type execCommandArgs struct {
 	Command        string `json:"command" jsonschema_description:"the shell command line, run with sh -c"`
 	Cwd            string `json:"cwd,omitempty" jsonschema_description:"guest working directory; default the workspace's primary root, else /scratch"`
 	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"minimum=1,maximum=1800" jsonschema_description:"kill the command after this many seconds; default 120"`
+	YieldTimeMS    int    `json:"yield_time_ms,omitempty" jsonschema:"minimum=1,maximum=30000" jsonschema_description:"return after at most this many milliseconds (earlier once output came and then paused, or the command ended) with the output so far and a session_id while the command keeps running; continue it with write_stdin. Without it the command runs to its end with empty stdin"`
 }
 
 type execCommand struct{ args[execCommandArgs] }
@@ -78,70 +79,128 @@ func (t execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, er
 	if strings.TrimSpace(a.Command) == "" {
 		return badArg("command", "is empty"), nil
 	}
+	timeout := execDefaultTimeout
+	if a.TimeoutSeconds != 0 { // in 1..1800: the schema refused anything else
+		timeout = time.Duration(a.TimeoutSeconds) * time.Second
+	}
+	if a.YieldTimeMS > 0 {
+		return startSession(ctx, env, call, a.Command, a.Cwd, timeout, time.Duration(a.YieldTimeMS)*time.Millisecond)
+	}
+	return runCommand(ctx, env, call, a.Command, a.Cwd, timeout)
+}
+
+// commandRun is a command ready to run: its runner and Spec, and what
+// its result reports.
+type commandRun struct {
+	runner   sandbox.Runner
+	spec     sandbox.Spec
+	direct   bool
+	hostDirs map[string]string
+}
+
+// prepareCommand chooses the runner of a command and builds its Spec; a
+// non-nil Result is a mistake the model can fix. Shared by exec_command,
+// its long-running sessions and execute_typescript, so they run under the
+// same sandbox with the same bounds.
+func prepareCommand(env *Env, command, guestCwd string, timeout time.Duration) (*commandRun, *Result, error) {
 	runner := env.Sandbox
 	direct := env.Settings != nil && env.Settings.ApprovalMode == desk.ApprovalModeFullAccess
 	if direct {
 		runner = sandbox.Direct() // full-access: no gate, no sandbox (documented)
 	}
 	if runner == nil {
-		return Fail(CodeNotConfigured, "no sandbox is available on this desk (install bubblewrap); commands cannot run"), nil
+		return nil, Fail(CodeNotConfigured, "no sandbox is available on this desk (install bubblewrap); commands cannot run"), nil
 	}
-	cwd, err := session.WorkDir(env.Jail, env.Workspace, env.View, a.Cwd)
+	cwd, err := session.WorkDir(env.Jail, env.Workspace, env.View, guestCwd)
 	if err != nil {
-		return fsResult(err, a.Cwd)
+		r, err := fsResult(err, guestCwd)
+		return nil, r, err
 	}
 	// A declared host path swapped since its declaration is refused here,
 	// before anything runs (Direct, too, uses the mounts by path). The
 	// sandbox opens every mount again itself and binds the descriptor it
 	// checked (fsjail.OpenDir), so a swap after this check changes nothing.
 	if err := env.Jail.CheckPinned(); err != nil {
-		return fsResult(err, a.Cwd)
+		r, err := fsResult(err, guestCwd)
+		return nil, r, err
 	}
 	mounts, err := sandbox.FromJail(env.Jail.Mounts())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	timeout := execDefaultTimeout
-	if a.TimeoutSeconds != 0 { // in 1..1800: the schema refused anything else
-		timeout = time.Duration(a.TimeoutSeconds) * time.Second
+	vars, hostDirs := guestVars(mounts, direct)
+	maps.Copy(vars, identityVars(env)) // DESK_SESSION_ID, DESK_SIGNATURE, DESK_WORKSPACE_ID (identity.go)
+	return &commandRun{runner: runner, direct: direct, hostDirs: hostDirs, spec: sandbox.Spec{Mounts: mounts, Cwd: cwd, Command: command,
+		Network: env.Settings != nil && env.Settings.Network, Env: vars, Timeout: timeout, MaxOutput: execKeep, Limits: limits(env)}}, nil, nil
+}
+
+// runError turns an error of Runner.Run into a result the model can act
+// on (a denial, a bad Spec), or returns it as a machine failure.
+func runError(err error, command, cwd string) (*Result, error) {
+	var denied *sandbox.Denied
+	if errors.As(err, &denied) {
+		// Reported as a denial; never retried without the sandbox.
+		r := Fail(CodeSandboxDenied, "the sandbox refused to run the command: %s", denied.Reason)
+		r.Facts = map[string]any{"command": command, "cwd": cwd, "sandbox_denied": true, "reason": denied.Reason}
+		return r, nil
 	}
+	switch desk.ErrorCode(err) {
+	case desk.EINVALID, desk.ENOTFOUND: // ENOTFOUND: a mount's directory vanished meanwhile
+		return Fail(CodeBadInput, "%s", desk.ErrorMessage(err)), nil
+	case desk.EFORBIDDEN:
+		// A mount the sandbox refused to bind: a host path swapped
+		// after the check above, a directory replaced by a link.
+		return fsResult(err, cwd)
+	}
+	return nil, err
+}
+
+// markDenial records a finished command's failure that is the sandbox's
+// doing: a failed command with the limit or path named; never retried
+// without the sandbox.
+func markDenial(out *Result, v, facts map[string]any, d *sandbox.Denial) {
+	if d == nil {
+		return
+	}
+	facts["sandbox_denied"] = true
+	facts["reason"] = d.Reason
+	if d.Limit != "" {
+		facts["limit"] = d.Limit
+	}
+	if d.Path != "" {
+		facts["path"] = d.Path
+	}
+	v["sandbox_denied"] = true
+	v["error"] = map[string]string{"code": CodeSandboxDenied, "message": d.Reason}
+	out.Code, out.Message = CodeSandboxDenied, d.Reason
+}
+
+// runCommand runs one command to its end.
+func runCommand(ctx context.Context, env *Env, call *Call, command, guestCwd string, timeout time.Duration) (*Result, error) {
+	cr, bad, err := prepareCommand(env, command, guestCwd, timeout)
+	if bad != nil || err != nil {
+		return bad, err
+	}
+	cwd, direct := cr.spec.Cwd, cr.direct
 	before, err := artifactFiles(env)
 	if err != nil {
 		return nil, err
 	}
 	spill := &spillWriter{dir: env.Home.Abs(env.Session.WorkspaceID, layout.ScratchRel(env.Execution.ID))}
 	defer spill.close()
-	vars, hostDirs := guestVars(mounts, direct)
-	maps.Copy(vars, identityVars(env)) // DESK_SESSION_ID, DESK_SIGNATURE, DESK_WORKSPACE_ID (identity.go)
-	res, err := runner.Run(ctx, sandbox.Spec{Mounts: mounts, Cwd: cwd, Command: a.Command, Network: env.Settings != nil && env.Settings.Network,
-		Env: vars, Timeout: timeout, MaxOutput: execKeep, Limits: limits(env)}, func(stream string, chunk []byte) {
+	res, err := cr.runner.Run(ctx, cr.spec, func(stream string, chunk []byte) {
 		spill.write(stream, chunk)
 		if call.Output != nil {
 			call.Output(stream, chunk)
 		}
 	})
-	var denied *sandbox.Denied
-	if errors.As(err, &denied) {
-		// Reported as a denial; never retried without the sandbox.
-		r := Fail(CodeSandboxDenied, "the sandbox refused to run the command: %s", denied.Reason)
-		r.Facts = map[string]any{"command": a.Command, "cwd": cwd, "sandbox_denied": true, "reason": denied.Reason}
-		return r, nil
-	}
 	if err != nil {
-		switch desk.ErrorCode(err) {
-		case desk.EINVALID, desk.ENOTFOUND: // ENOTFOUND: a mount's directory vanished meanwhile
-			return Fail(CodeBadInput, "%s", desk.ErrorMessage(err)), nil
-		case desk.EFORBIDDEN:
-			// A mount the sandbox refused to bind: a host path swapped
-			// after the check above, a directory replaced by a link.
-			return fsResult(err, cwd)
-		}
-		return nil, err
+		return runError(err, command, cwd)
 	}
 	if res.Interrupted && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	facts := map[string]any{"command": a.Command, "cwd": cwd, "exit_code": res.ExitCode, "duration_ms": res.Duration.Milliseconds(),
+	facts := map[string]any{"command": command, "cwd": cwd, "exit_code": res.ExitCode, "duration_ms": res.Duration.Milliseconds(),
 		"timed_out": res.TimedOut, "stdout_bytes": res.StdoutBytes, "stderr_bytes": res.StderrBytes}
 	v := map[string]any{"exit_code": res.ExitCode, "stdout": res.Stdout, "stderr": res.Stderr, "timed_out": res.TimedOut,
 		"truncated": res.StdoutTruncated || res.StderrTruncated}
@@ -149,7 +208,7 @@ func (t execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, er
 	if direct {
 		// Said plainly to the model too: what it ran touched the host.
 		v["sandboxed"] = false
-		v["host_dirs"] = hostDirs
+		v["host_dirs"] = cr.hostDirs
 		v["note"] = "full-access: this command ran on the host without a sandbox; the guest directories are at the host paths in host_dirs ($DESK_ARTIFACTS, $DESK_SCRATCH, $DESK_WORKSPACE)"
 	}
 	lim, _ := sandbox.WithDefaults(limits(env))
@@ -159,21 +218,7 @@ func (t execCommand) Run(ctx context.Context, env *Env, call *Call) (*Result, er
 		v["note"] = fmt.Sprintf("the command wrote %d bytes; the first %d were kept (see full_output), %d were counted and dropped", total, lim.OutputBytes, dropped)
 	}
 	out := &Result{Value: v, Facts: facts, Output: joinOutput(res.Stdout, res.Stderr)}
-	if d := res.Denial; d != nil {
-		// The sandbox's doing, not the command's: a failed command with
-		// the limit or path named; never retried without the sandbox.
-		facts["sandbox_denied"] = true
-		facts["reason"] = d.Reason
-		if d.Limit != "" {
-			facts["limit"] = d.Limit
-		}
-		if d.Path != "" {
-			facts["path"] = d.Path
-		}
-		v["sandbox_denied"] = true
-		v["error"] = map[string]string{"code": CodeSandboxDenied, "message": d.Reason}
-		out.Code, out.Message = CodeSandboxDenied, d.Reason
-	}
+	markDenial(out, v, facts, res.Denial)
 	// Files the command left in /artifacts become artifacts of the session.
 	made, err := indexNew(ctx, env, before)
 	if err != nil {

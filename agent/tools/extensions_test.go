@@ -25,11 +25,11 @@ func TestOptionalTools(t *testing.T) {
 	if slices.Contains(names(Declared(none)), "exec_command") {
 		t.Fatal("exec_command is declared without a sandbox")
 	}
-	if len(Declared(none)) != len(All())-1 {
+	if len(Declared(none)) != len(All())-2 { // exec_command and write_stdin
 		t.Fatalf("declared without a sandbox: %v", names(Declared(none)))
 	}
 	ab := Absent(none)
-	if len(ab) != 1 || ab[0].Name != "exec_command" || !strings.Contains(ab[0].Reason, "no sandbox") {
+	if len(ab) != 2 || ab[0].Name != "exec_command" || ab[1].Name != "write_stdin" || !strings.Contains(ab[0].Reason, "no sandbox") {
 		t.Fatalf("absent without a sandbox: %+v", ab)
 	}
 	full := &Env{Settings: &desk.AgentSettings{ApprovalMode: desk.ApprovalModeFullAccess}}

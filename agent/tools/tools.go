@@ -45,6 +45,7 @@ const (
 	CodeAmbiguous     = "AMBIGUOUS"
 	CodeTooLarge      = "TOO_LARGE"
 	CodeFetchFailed   = "FETCH_FAILED"
+	CodeTooMany       = "TOO_MANY_SESSIONS"
 )
 
 // Result is what a tool call produced.
@@ -94,7 +95,10 @@ type Env struct {
 	Selection desk.SelectionService
 	// Sandbox runs exec_command; nil when no sandbox is available.
 	Sandbox sandbox.Runner
-	HTTP    *http.Client
+	// Procs holds the execution's long-running command sessions
+	// (exec_command with yield_time_ms, write_stdin); nil outside one.
+	Procs *Procs
+	HTTP  *http.Client
 	// Search answers acquire search; nil when no provider is configured.
 	Search func(ctx context.Context, query string, limit int) ([]SearchHit, error)
 	// Ask asks the user (request_user_input); it returns the answers and
@@ -141,7 +145,7 @@ type Tool interface {
 // model sees is stable from turn to turn.
 func All() []Tool {
 	ts := []Tool{inspect{}, acquire{}, readFile{}, writeFile{}, editFile{}, applyPatch{}, listFiles{}, deleteFile{},
-		execCommand{}, artifactsTool{}, requestUserInput{}, clarify{}, listExtensions{}, loadExtension{}}
+		execCommand{}, writeStdin{}, artifactsTool{}, requestUserInput{}, clarify{}, listExtensions{}, loadExtension{}}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name() < ts[j].Name() })
 	return ts
 }
