@@ -17,12 +17,20 @@ const (
 // carry the tool calls they made; tool messages carry a call's result. The
 // world block an execution attaches to the latest user message is never
 // stored here.
+//
+// The transcript is a tree: ParentID is the message this one follows on
+// its branch (empty for a root). An edited user message (EditOf names the
+// original) starts a new branch from the original's parent; the original
+// branch is kept as it was. The active branch is the one that holds the
+// surface's newest message.
 type Message struct {
 	ID          string          `json:"id"`
 	SessionID   string          `json:"session_id"`
 	SurfaceID   string          `json:"surface_id"`
 	ExecutionID string          `json:"execution_id,omitempty"`
 	Seq         int64           `json:"seq"`
+	ParentID    string          `json:"parent_id"`
+	EditOf      string          `json:"edit_of,omitempty"`
 	Role        string          `json:"role"`
 	Text        string          `json:"text"`
 	ToolCalls   []MessageCall   `json:"tool_calls,omitempty"`
@@ -296,8 +304,16 @@ type TitleJob struct {
 // AgentStore keeps transcripts, command records, approvals, input requests,
 // plans and web-item leases.
 type AgentStore interface {
+	// AppendMessage assigns the message the next seq of its surface and
+	// links it to the surface's newest message; a message with EditOf set
+	// keeps the ParentID it was given (empty: a new root).
 	AppendMessage(ctx context.Context, m *Message) error
+	// ListMessages pages back through the active branch (the path from the
+	// surface's newest message to its root), oldest first.
 	ListMessages(ctx context.Context, surfaceID string, beforeSeq int64, limit int) ([]*Message, error)
+	// ListMessageTree is every message of a surface, all branches, by seq.
+	ListMessageTree(ctx context.Context, surfaceID string) ([]*Message, error)
+	GetMessage(ctx context.Context, id string) (*Message, error)
 	CountMessages(ctx context.Context, surfaceID string) (int, error)
 
 	CreateCommand(ctx context.Context, c *Command) error

@@ -81,6 +81,9 @@ type QueueItem struct {
 	Attempts       int        `json:"attempts"`
 	ExecutionID    string     `json:"execution_id,omitempty"`
 	Error          string     `json:"error,omitempty"`
+	// EditOf names the user message this row's text revises: its turn
+	// starts a new branch of the transcript from that message's parent.
+	EditOf string `json:"edit_of,omitempty"`
 }
 
 // Execution phases (OpenAlice's execution manager): starting is admitted

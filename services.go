@@ -149,6 +149,7 @@ type SubmitInput struct {
 	Channel        string // default: the door's name
 	ConversationID string // default: the session id
 	Kind           string // default: user_message
+	EditOf         string // the committed user message this one revises (edit and resend)
 }
 
 // SubmitResult is the committed queue row, and the execution that took it

@@ -304,6 +304,16 @@ func (a *Agent) run(tr *turn) (*execution.Outcome, error) {
 	}
 	user := &desk.Message{ID: desk.NewID("msg"), SessionID: x.ID, SurfaceID: t.Execution.SurfaceID, ExecutionID: t.Execution.ID,
 		Role: desk.RoleUser, Text: text, CreatedAt: desk.Now()}
+	if t.Item.EditOf != "" {
+		// Edit and resend: the revised message starts a new branch from
+		// the original's parent, so this turn (and every later one) sees
+		// neither the original nor what answered it.
+		orig, err := a.store.GetMessage(tr.ctx, t.Item.EditOf)
+		if err != nil {
+			return nil, err
+		}
+		user.EditOf, user.ParentID = orig.ID, orig.ParentID
+	}
 	if err := a.store.AppendMessage(tr.ctx, user); err != nil {
 		return nil, err
 	}

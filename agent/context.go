@@ -428,6 +428,22 @@ func (a *Agent) Transcript(ctx context.Context, surface string, before int64, li
 	if err != nil {
 		return nil, err
 	}
+	return a.fold(ctx, ms)
+}
+
+// TranscriptTree is every branch of a surface's transcript by seq, folded
+// as Transcript folds the active branch; each message names its parent.
+func (a *Agent) TranscriptTree(ctx context.Context, surface string) ([]*desk.Message, error) {
+	ms, err := a.store.ListMessageTree(ctx, surface)
+	if err != nil {
+		return nil, err
+	}
+	return a.fold(ctx, ms)
+}
+
+// fold drops tool-result messages and attaches each assistant message's
+// command records.
+func (a *Agent) fold(ctx context.Context, ms []*desk.Message) ([]*desk.Message, error) {
 	var exes []string
 	seen := map[string]bool{}
 	for _, m := range ms {

@@ -153,6 +153,7 @@ type fixtureSet struct {
 	srf, exe, q, blk, blkSes      string
 	apr, inp, pln                 string
 	rt                            string // a registered runtime
+	msg                           string // the committed user message "first" of ses
 	// idle is a workspace with nothing running (to offboard), departed
 	// one already offboarded (to restore or purge).
 	idle, departed string
@@ -178,6 +179,15 @@ func (w *world) fixtures(t *testing.T) fixtureSet {
 	if first.ExecutionID == "" {
 		t.Fatalf("the first message to an idle session answered no execution: %+v", first)
 	}
+	var msg string
+	waitFor(t, "the first message to be committed", func() bool {
+		var tr struct{ Messages []desk.Message }
+		w.Must(200, "GET", "/v1/sessions/"+x.ID+"/messages", nil, &tr)
+		if len(tr.Messages) > 0 {
+			msg = tr.Messages[0].ID
+		}
+		return msg != ""
+	})
 	var y desk.Session
 	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"title": "fx2", "model": "script", "script": slow}, &y)
 	var run desk.SubmitResult
@@ -212,7 +222,7 @@ func (w *world) fixtures(t *testing.T) fixtureSet {
 	w.Must(201, "POST", "/v1/runtimes", map[string]any{"name": rt, "protocol": "acp", "argv": []string{"/bin/cat"}}, nil)
 	return fixtureSet{rt: rt, ws: w.ws.ID, ses: x.ID, art: a.ID, grp: g.ID, item: it.ID, file: a.Path,
 		srf: x.SurfaceID, exe: first.ExecutionID, q: second.Item.ID, blk: bs.Blocks[0].ID, blkSes: y.ID,
-		apr: apr, inp: inp, pln: pln, idle: idle.ID, departed: departed.ID, tpl: w.templateFixtures(t)}
+		apr: apr, inp: inp, pln: pln, msg: msg, idle: idle.ID, departed: departed.ID, tpl: w.templateFixtures(t)}
 }
 
 // scripted runs a script session whose one step makes the given tool call
@@ -259,7 +269,7 @@ var actorSeq int
 
 func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (string, any) {
 	url := strings.NewReplacer("{ws}", f.ws, "{id}", f.ws, "{ses}", f.ses, "{art}", f.art, "{grp}", f.grp, "{item}", f.item,
-		"{srf}", f.srf, "{exe}", f.exe, "{q}", f.q, "{blk}", f.blk, "{apr}", f.apr, "{inp}", f.inp, "{pln}", f.pln, "{name}", f.rt).Replace(p)
+		"{srf}", f.srf, "{exe}", f.exe, "{q}", f.q, "{blk}", f.blk, "{apr}", f.apr, "{inp}", f.inp, "{pln}", f.pln, "{name}", f.rt, "{msg}", f.msg).Replace(p)
 	if strings.Contains(p, "{blk}") || strings.HasSuffix(p, "/retire") || strings.HasSuffix(p, "/recall") {
 		// The block lives in the second fixture session.
 		url = strings.Replace(url, "/sessions/"+f.ses+"/", "/sessions/"+f.blkSes+"/", 1)
@@ -332,6 +342,8 @@ func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (st
 		return url, map[string]any{"group_ids": []string{f.grp}}
 	case "MessageSubmit":
 		return url, map[string]string{"text": "hello"}
+	case "MessageEdit":
+		return url, map[string]string{"text": "first, revised"}
 	case "QueueMove":
 		return url, map[string]string{"to": "front"}
 	case "QueueResume", "Interrupt":

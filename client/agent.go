@@ -14,6 +14,9 @@ type TranscriptOptions struct {
 	Surface string
 	Before  int64
 	Limit   int
+	// Branches lists every branch of the transcript tree by seq (Before
+	// and Limit do not apply), not only the active one.
+	Branches bool
 }
 
 // Transcript returns a page of a surface's messages, oldest first.
@@ -28,6 +31,9 @@ func (c *Client) Transcript(ctx context.Context, ses string, o TranscriptOptions
 	if o.Limit > 0 {
 		q.Set("limit", strconv.Itoa(o.Limit))
 	}
+	if o.Branches {
+		q.Set("branches", "true")
+	}
 	var out struct {
 		Messages []*desk.Message `json:"messages"`
 	}
@@ -35,6 +41,16 @@ func (c *Client) Transcript(ctx context.Context, ses string, o TranscriptOptions
 		return nil, err
 	}
 	return out.Messages, nil
+}
+
+// EditMessage queues the revised text of a committed user message as a new
+// branch from that message's parent (edit and resend).
+func (c *Client) EditMessage(ctx context.Context, ses, msg, text string) (*desk.SubmitResult, error) {
+	var out desk.SubmitResult
+	if err := c.doJSON(ctx, "POST", "/v1/sessions/"+esc(ses)+"/messages/"+esc(msg)+"/edit", map[string]string{"text": text}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // Approvals lists a session's approval requests (only undecided ones

@@ -436,6 +436,27 @@ func (s *Service) Submit(ctx context.Context, sessionID string, in desk.SubmitIn
 		}
 	}
 	surface := in.Surface
+	if in.EditOf != "" {
+		// Edit and resend: only a committed user message of this session,
+		// and the revision goes to that message's surface.
+		m, err := s.store.GetMessage(ctx, in.EditOf)
+		if err != nil {
+			return nil, err
+		}
+		if m.SessionID != x.ID {
+			return nil, desk.Errorf(desk.ENOTFOUND, "message %s not found in session %s", in.EditOf, x.ID)
+		}
+		if m.Role != desk.RoleUser {
+			return nil, desk.Errorf(desk.EINVALID, "message %s is an %s message; only user messages can be edited", in.EditOf, m.Role)
+		}
+		if in.Kind != desk.QueueUserMessage {
+			return nil, desk.Errorf(desk.EINVALID, "an edit is a user message, not a %s row", in.Kind)
+		}
+		if surface != "" && surface != m.SurfaceID {
+			return nil, desk.Errorf(desk.EINVALID, "message %s is on surface %s, not %s", in.EditOf, m.SurfaceID, surface)
+		}
+		surface = m.SurfaceID
+	}
 	if surface == "" {
 		surface = x.SurfaceID
 	}
@@ -456,7 +477,7 @@ func (s *Service) Submit(ctx context.Context, sessionID string, in desk.SubmitIn
 	it := &desk.QueueItem{
 		ID: desk.NewID(desk.PrefixQueue), SurfaceID: surface, SessionID: x.ID, WorkspaceID: x.WorkspaceID,
 		Kind: in.Kind, Priority: prio, Origin: o, Text: in.Text, IdempotencyKey: in.IdempotencyKey,
-		Channel: in.Channel, ConversationID: in.ConversationID, CreatedAt: s.opts.Now(),
+		Channel: in.Channel, ConversationID: in.ConversationID, CreatedAt: s.opts.Now(), EditOf: in.EditOf,
 	}
 	row, created, err := s.store.Enqueue(ctx, it, desk.EnqueueOptions{
 		RejectIfBusy: in.Multitask == desk.MultitaskReject,

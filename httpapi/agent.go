@@ -13,6 +13,7 @@ import (
 // Agent is the agent surface the API serves.
 type Agent interface {
 	Transcript(ctx context.Context, surface string, before int64, limit int) ([]*desk.Message, error)
+	TranscriptTree(ctx context.Context, surface string) ([]*desk.Message, error)
 	Context(ctx context.Context, x *desk.Session, surface string) (*agent.ContextView, error)
 	Approvals(ctx context.Context, sessionID string, pending bool) ([]*desk.Approval, error)
 	DecideApproval(ctx context.Context, id, decision, reason string) (*desk.Approval, error)
@@ -35,8 +36,11 @@ func agentRoutes() []route {
 		{Method: "GET", Path: "/v1/sessions/{ses}/messages", Tag: "agent", Summary: "The transcript, tool calls folded into their messages with their command records; the newest page first requested, oldest first within it.",
 			Query: []param{{Name: "surface", Type: "string", Doc: "default: the orchestrator surface"},
 				{Name: "before", Type: "integer", Doc: "only messages with seq below this (paging back)"},
-				{Name: "limit", Type: "integer", Doc: "page size (default 50, at most 500)"}},
+				{Name: "limit", Type: "integer", Doc: "page size (default 50, at most 500)"},
+				{Name: "branches", Type: "boolean", Doc: "every branch of the transcript tree by seq (each message names its parent_id), not only the active one; before and limit do not apply"}},
 			Resp: "MessageList", Status: 200, handle: (*Server).messages},
+		{Method: "POST", Path: "/v1/sessions/{ses}/messages/{msg}/edit", Tag: "agent", Summary: "Edit and resend a committed user message: the revised text is queued as a new branch from the original's parent on the same surface; the original branch stays as it was.",
+			Body: "MessageEdit", Resp: "SubmitResult", Status: 202, handle: (*Server).editMessage},
 		{Method: "GET", Path: "/v1/sessions/{ses}/context", Tag: "agent", Summary: "Exactly what the next turn would send: system prompt, world block, tool names, and the context budget.",
 			Query: []param{{Name: "surface", Type: "string", Doc: "default: the orchestrator surface"}},
 			Resp:  "ContextView", Status: 200, handle: (*Server).contextView},
@@ -118,11 +122,47 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ms, err := s.Agent.Transcript(r.Context(), srf, before, int(limit))
+	branches, err := boolParam(r, "branches")
+	if err != nil {
+		return err
+	}
+	var ms []*desk.Message
+	if branches != nil && *branches {
+		ms, err = s.Agent.TranscriptTree(r.Context(), srf)
+	} else {
+		ms, err = s.Agent.Transcript(r.Context(), srf, before, int(limit))
+	}
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": nonNil(ms)})
+	return nil
+}
+
+// editMessage queues the revised text of a committed user message.
+func (s *Server) editMessage(w http.ResponseWriter, r *http.Request) error {
+	ses, err := pathID(r, "ses", desk.PrefixSession)
+	if err != nil {
+		return err
+	}
+	msg, err := pathID(r, "msg", "msg")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Text string `json:"text"`
+		ignoredOrigin
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	// Submit checks the message: a committed user message of this session
+	// (another actor's session is not found, as everywhere else).
+	res, err := s.Exec.Submit(r.Context(), ses, desk.SubmitInput{Text: in.Text, EditOf: msg})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, res)
 	return nil
 }
 

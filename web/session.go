@@ -579,7 +579,7 @@ func (s *Server) send(w http.ResponseWriter, r *request) error {
 		return desk.Errorf(desk.EINVALID, "the message is empty")
 	}
 	if _, err := s.d.Exec.Submit(r.Context(), x.ID, desk.SubmitInput{Text: text, Channel: "web",
-		IdempotencyKey: r.PostFormValue("idempotency_key")}); err != nil {
+		IdempotencyKey: r.PostFormValue("idempotency_key"), EditOf: r.PostFormValue("edit_of")}); err != nil {
 		return err
 	}
 	if _, err := s.d.UI.SaveDraft(r.Context(), x.ID, "", ""); err != nil {

@@ -27,6 +27,7 @@ func addClientCommands(root *cobra.Command, g *globals) {
 		logsCmd(g),
 		archiveCmd(g),
 		sendCmd(g),
+		messageCmd(g),
 		queueCmd(g),
 		interruptCmd(g),
 		blocksCmd(g),

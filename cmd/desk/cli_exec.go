@@ -70,6 +70,59 @@ waits on). --no-wait prints the queued row and returns at once (0).`,
 	return cmd
 }
 
+// messageCmd reads a session's transcript and edits a sent message.
+func messageCmd(g *globals) *cobra.Command {
+	cmd := noun("message", "Read a session's transcript and edit a message you sent", "msg")
+	var branches bool
+	ls := &cobra.Command{
+		Use:   "ls SES",
+		Short: "List the transcript's active branch (--branches: every branch, each message with its parent)",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ms, err := c.Transcript(cmd.Context(), a[0], client.TranscriptOptions{Branches: branches, Limit: 500})
+			if err != nil {
+				return err
+			}
+			return out(cmd, g, ms, func(w io.Writer) {
+				t := newTable(w, "ID", "SEQ", "PARENT", "ROLE", "TEXT")
+				for _, m := range ms {
+					t.row(m.ID, fmt.Sprint(m.Seq), orDash(m.ParentID), m.Role, clip(m.Text, 60))
+				}
+				t.flush()
+			})
+		},
+	}
+	ls.Flags().BoolVar(&branches, "branches", false, "every branch of the transcript tree, not only the active one")
+	edit := &cobra.Command{
+		Use:   "edit SES MSG TEXT...",
+		Short: "Edit and resend a message you sent: the revision starts a new branch from its parent; the original branch stays",
+		Args:  usageArgs(cobra.MinimumNArgs(3)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			res, err := c.EditMessage(cmd.Context(), a[0], a[1], strings.Join(a[2:], " "))
+			if err != nil {
+				return err
+			}
+			return out(cmd, g, res, func(w io.Writer) {
+				fmt.Fprintf(w, "queued %s (%s) editing %s", res.Item.ID, res.Item.Status, a[1])
+				if res.ExecutionID != "" {
+					fmt.Fprintf(w, " execution %s", res.ExecutionID)
+				}
+				fmt.Fprintln(w)
+			})
+		},
+	}
+	cmd.AddCommand(ls, edit)
+	return cmd
+}
+
 func queueCmd(g *globals) *cobra.Command {
 	cmd := noun("queue", "Look at and steer a session's queue")
 	var all bool

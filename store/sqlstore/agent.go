@@ -14,14 +14,14 @@ import (
 
 // ---- transcript ----
 
-const messageCols = `id, session_id, surface_id, execution_id, seq, role, text, tool_calls, tool_call_id, tool_name, is_error, meta, created_at`
+const messageCols = `id, session_id, surface_id, execution_id, seq, role, text, tool_calls, tool_call_id, tool_name, is_error, meta, created_at, parent_id, edit_of`
 
 func scanMessage(r interface{ Scan(...any) error }) (*desk.Message, error) {
 	var m desk.Message
 	var calls, meta string
 	var c int64
 	if err := r.Scan(&m.ID, &m.SessionID, &m.SurfaceID, &m.ExecutionID, &m.Seq, &m.Role, &m.Text, &calls,
-		&m.ToolCallID, &m.ToolName, &m.IsError, &meta, &c); err != nil {
+		&m.ToolCallID, &m.ToolName, &m.IsError, &meta, &c, &m.ParentID, &m.EditOf); err != nil {
 		return nil, err
 	}
 	if calls != "" {
@@ -36,25 +36,46 @@ func scanMessage(r interface{ Scan(...any) error }) (*desk.Message, error) {
 	return &m, nil
 }
 
-// AppendMessage assigns the message the next seq of its surface.
+// AppendMessage assigns the message the next seq of its surface and links
+// it to the surface's newest message, unless it is an edit (which keeps the
+// parent it was given).
 func (s *DB) AppendMessage(ctx context.Context, m *desk.Message) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if err := s.queryRow(ctx, tx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE surface_id = ?`, m.SurfaceID).Scan(&m.Seq); err != nil {
+		var leaf string
+		if err := s.queryRow(ctx, tx, `SELECT COALESCE(MAX(seq), 0) + 1, COALESCE((SELECT id FROM messages WHERE surface_id = ? ORDER BY seq DESC LIMIT 1), '')
+			FROM messages WHERE surface_id = ?`, m.SurfaceID, m.SurfaceID).Scan(&m.Seq, &leaf); err != nil {
 			return err
+		}
+		if m.EditOf == "" {
+			m.ParentID = leaf
 		}
 		calls := ""
 		if len(m.ToolCalls) > 0 {
 			calls = encodeJSON(m.ToolCalls)
 		}
-		_, err := s.exec(ctx, tx, `INSERT INTO messages (`+messageCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := s.exec(ctx, tx, `INSERT INTO messages (`+messageCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			m.ID, m.SessionID, m.SurfaceID, m.ExecutionID, m.Seq, m.Role, m.Text, calls, m.ToolCallID, m.ToolName, m.IsError,
-			string(m.Meta), micros(m.CreatedAt))
+			string(m.Meta), micros(m.CreatedAt), m.ParentID, m.EditOf)
 		return err
 	})
 }
 
-// ListMessages returns up to limit messages before beforeSeq (0: the
-// newest), oldest first.
+// activeBranch is the ids of the path from a surface's newest message back
+// to its root (the surface is the query's one argument). A message with no
+// parent that is neither its surface's first nor an edit (a row imported
+// from an export made before the transcript was a tree) follows the
+// message before it.
+const activeBranch = `WITH RECURSIVE branch(id, parent_id, edit_of, surface_id, seq) AS (
+		SELECT id, parent_id, edit_of, surface_id, seq FROM messages
+		WHERE id = (SELECT id FROM messages WHERE surface_id = ? ORDER BY seq DESC LIMIT 1)
+		UNION ALL
+		SELECT m.id, m.parent_id, m.edit_of, m.surface_id, m.seq FROM messages m JOIN branch b
+		ON m.id = b.parent_id OR (b.parent_id = '' AND b.edit_of = '' AND m.surface_id = b.surface_id AND m.seq = b.seq - 1)
+	)`
+
+// ListMessages returns up to limit messages of the active branch before
+// beforeSeq (0: the newest), oldest first. Seqs grow along a branch, so a
+// page boundary on the branch is a seq.
 func (s *DB) ListMessages(ctx context.Context, surfaceID string, beforeSeq int64, limit int) ([]*desk.Message, error) {
 	if limit <= 0 {
 		limit = 100000
@@ -62,7 +83,7 @@ func (s *DB) ListMessages(ctx context.Context, surfaceID string, beforeSeq int64
 	if beforeSeq <= 0 {
 		beforeSeq = 1 << 62
 	}
-	rows, err := s.query(ctx, s.db, `SELECT `+messageCols+` FROM messages WHERE surface_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
+	rows, err := s.query(ctx, s.db, activeBranch+` SELECT `+messageCols+` FROM messages WHERE id IN (SELECT id FROM branch) AND seq < ? ORDER BY seq DESC LIMIT ?`,
 		surfaceID, beforeSeq, limit)
 	if err != nil {
 		return nil, err
@@ -75,6 +96,24 @@ func (s *DB) ListMessages(ctx context.Context, surfaceID string, beforeSeq int64
 		ms[i], ms[j] = ms[j], ms[i]
 	}
 	return ms, nil
+}
+
+// ListMessageTree returns every message of a surface, all branches, by seq.
+func (s *DB) ListMessageTree(ctx context.Context, surfaceID string) ([]*desk.Message, error) {
+	rows, err := s.query(ctx, s.db, `SELECT `+messageCols+` FROM messages WHERE surface_id = ? ORDER BY seq`, surfaceID)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, scanMessage)
+}
+
+// GetMessage reads one message.
+func (s *DB) GetMessage(ctx context.Context, id string) (*desk.Message, error) {
+	m, err := scanMessage(s.queryRow(ctx, s.db, `SELECT `+messageCols+` FROM messages WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, desk.Errorf(desk.ENOTFOUND, "message %s not found", id)
+	}
+	return m, err
 }
 
 func (s *DB) CountMessages(ctx context.Context, surfaceID string) (int, error) {

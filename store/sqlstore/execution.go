@@ -94,7 +94,7 @@ func (s *DB) ResumeSurface(ctx context.Context, id string) (*desk.Surface, error
 
 const queueCols = `id, surface_id, session_id, workspace_id, kind, status, priority, position, origin, text,
 	idempotency_key, channel, conversation_id, approved, claimed_by, lease_expires_at, lease_version, attempts,
-	execution_id, error, created_at, updated_at`
+	execution_id, error, created_at, updated_at, edit_of`
 
 func scanQueueItem(r interface{ Scan(...any) error }) (*desk.QueueItem, error) {
 	var q desk.QueueItem
@@ -102,7 +102,7 @@ func scanQueueItem(r interface{ Scan(...any) error }) (*desk.QueueItem, error) {
 	var lease, c, u int64
 	if err := r.Scan(&q.ID, &q.SurfaceID, &q.SessionID, &q.WorkspaceID, &q.Kind, &q.Status, &q.Priority, &q.Position,
 		&origin, &q.Text, &q.IdempotencyKey, &q.Channel, &q.ConversationID, &q.Approved, &q.ClaimedBy, &lease,
-		&q.LeaseVersion, &q.Attempts, &q.ExecutionID, &q.Error, &c, &u); err != nil {
+		&q.LeaseVersion, &q.Attempts, &q.ExecutionID, &q.Error, &c, &u, &q.EditOf); err != nil {
 		return nil, err
 	}
 	o, err := decodeOrigin(origin)
@@ -159,11 +159,11 @@ func (s *DB) Enqueue(ctx context.Context, it *desk.QueueItem, o desk.EnqueueOpti
 		}
 		it.Status, it.UpdatedAt = desk.QueueStatusQueued, it.CreatedAt
 		if _, err := s.exec(ctx, tx, `INSERT INTO queue_items (id, surface_id, session_id, workspace_id, kind, status, priority, position,
-			origin, text, idempotency_key, channel, conversation_id, approved, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			origin, text, idempotency_key, channel, conversation_id, approved, created_at, updated_at, edit_of)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			it.ID, it.SurfaceID, it.SessionID, it.WorkspaceID, it.Kind, it.Status, it.Priority, it.Position,
 			encodeJSON(it.Origin), it.Text, it.IdempotencyKey, it.Channel, it.ConversationID, it.Approved,
-			micros(it.CreatedAt), micros(it.UpdatedAt)); err != nil {
+			micros(it.CreatedAt), micros(it.UpdatedAt), it.EditOf); err != nil {
 			return s.conflict(err, "idempotency key "+it.IdempotencyKey+" is already used in this session")
 		}
 		evs := []event{queueEvent("queue.queued", it)}

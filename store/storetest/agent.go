@@ -16,17 +16,53 @@ func testAgent(t *testing.T, s desk.Store) {
 	x := newSession(t, s, w, owner, "s")
 	exe := "exe_agent"
 
-	// Messages are numbered per surface.
+	// Messages are numbered per surface, each linked to the one before.
+	var first []*desk.Message
 	for i, role := range []string{desk.RoleUser, desk.RoleAssistant} {
 		m := &desk.Message{ID: desk.NewID("msg"), SessionID: x.ID, SurfaceID: x.SurfaceID, ExecutionID: exe, Role: role, Text: "m", CreatedAt: desk.Now()}
 		must(t, s.AppendMessage(ctx, m))
 		if m.Seq != int64(i+1) {
 			t.Fatalf("message %d got seq %d", i, m.Seq)
 		}
+		first = append(first, m)
+	}
+	if first[0].ParentID != "" || first[1].ParentID != first[0].ID {
+		t.Fatalf("parents: %q %q, want root then %s", first[0].ParentID, first[1].ParentID, first[0].ID)
 	}
 	if n, err := s.CountMessages(ctx, x.SurfaceID); err != nil || n != 2 {
 		t.Fatalf("count messages = %d %v, want 2", n, err)
 	}
+	// An edit starts a new branch from the original's parent (here a new
+	// root); what follows it links to it, and the active branch is the
+	// one holding the newest message. The original branch stays whole.
+	ed := &desk.Message{ID: desk.NewID("msg"), SessionID: x.ID, SurfaceID: x.SurfaceID, ExecutionID: "exe_edit", Role: desk.RoleUser,
+		Text: "m2", EditOf: first[0].ID, ParentID: first[0].ParentID, CreatedAt: desk.Now()}
+	must(t, s.AppendMessage(ctx, ed))
+	reply := &desk.Message{ID: desk.NewID("msg"), SessionID: x.ID, SurfaceID: x.SurfaceID, ExecutionID: "exe_edit", Role: desk.RoleAssistant, Text: "a2", CreatedAt: desk.Now()}
+	must(t, s.AppendMessage(ctx, reply))
+	if ed.Seq != 3 || ed.ParentID != "" || reply.ParentID != ed.ID {
+		t.Fatalf("edit seq %d parent %q, answer parent %q", ed.Seq, ed.ParentID, reply.ParentID)
+	}
+	active, err := s.ListMessages(ctx, x.SurfaceID, 0, 0)
+	must(t, err)
+	if len(active) != 2 || active[0].ID != ed.ID || active[0].EditOf != first[0].ID || active[1].ID != reply.ID {
+		t.Fatalf("active branch: %+v", active)
+	}
+	if ms, _ := s.ListMessages(ctx, x.SurfaceID, reply.Seq, 10); len(ms) != 1 || ms[0].ID != ed.ID {
+		t.Fatalf("active branch before seq %d: %+v", reply.Seq, ms)
+	}
+	tree, err := s.ListMessageTree(ctx, x.SurfaceID)
+	must(t, err)
+	if len(tree) != 4 || tree[0].ID != first[0].ID || tree[1].ParentID != first[0].ID || tree[3].ID != reply.ID {
+		t.Fatalf("tree: %+v", tree)
+	}
+	gm, err := s.GetMessage(ctx, first[1].ID)
+	must(t, err)
+	if gm.Text != "m" || gm.ParentID != first[0].ID || gm.Role != desk.RoleAssistant {
+		t.Fatalf("get message: %+v", gm)
+	}
+	_, err = s.GetMessage(ctx, "msg_nope")
+	wantCode(t, err, desk.ENOTFOUND)
 	if n, err := s.CountMessages(ctx, "srf_nope"); err != nil || n != 0 {
 		t.Fatalf("count messages of an unknown surface = %d %v", n, err)
 	}
