@@ -16,6 +16,7 @@ type Store interface {
 	LifecycleStore
 	UIStore
 	UsageStore
+	ThreadStore
 
 	// Workspaces.
 	// CreateWorkspace inserts w and its owner. Unless allowDuplicateName,

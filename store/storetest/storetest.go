@@ -45,6 +45,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Close", func(t *testing.T) { testClose(t, open(t)) })
 	t.Run("Extensions", func(t *testing.T) { testExtensions(t, open(t)) })
 	t.Run("SandboxLimits", func(t *testing.T) { testSandboxLimits(t, open(t)) })
+	t.Run("Threads", func(t *testing.T) { testThreads(t, open(t)) })
 }
 
 var ctx = context.Background()
