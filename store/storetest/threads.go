@@ -179,7 +179,7 @@ func testThreads(t *testing.T, s desk.Store) {
 	for _, e := range evs {
 		n[e.Type]++
 	}
-	if n["thread.started"] != 3 || n["episode.recorded"] != 2 || n["thread.updated"] != 4 {
+	if n["thread.started"] != 3 || n["episode.recorded"] != 2 || n["thread.updated"] != 3 {
 		t.Fatalf("events: %v", n)
 	}
 
