@@ -237,7 +237,7 @@ func (a *Agent) threadOf(ctx context.Context, x *desk.Session, surface string) (
 
 // wake is the dispatcher's Waker, when the Submitter is one (the execution
 // service is both).
-func (a *Agent) wake() func() {
+func (a *Agent) dispatchWaker() func() {
 	if w, ok := a.submit.(desk.Waker); ok {
 		return w.Wake
 	}
@@ -320,7 +320,7 @@ func (a *Agent) Execute(ctx context.Context, t *execution.Turn) (*execution.Outc
 	tr.env = &tools.Env{Store: a.store, Home: a.home, Workspace: w, Session: x, Execution: t.Execution, Settings: settings,
 		View: view, Jail: jail, Artifacts: a.artifacts, Paths: a.paths, Selection: a.selection, Sandbox: a.opts.Sandbox,
 		HTTP: a.opts.HTTP, Search: a.opts.Search, Emit: t.Emit, Ask: tr.ask, Propose: tr.propose,
-		SurfaceKind: desk.SurfaceOrchestrator, Thread: th, Wake: a.wake()}
+		SurfaceKind: desk.SurfaceOrchestrator, Thread: th, Wake: a.dispatchWaker()}
 	if th != nil {
 		tr.env.SurfaceKind = desk.SurfaceHandler
 	}
