@@ -52,6 +52,9 @@ func Declared(env *Env) []Tool {
 func Absent(env *Env) []AbsentTool {
 	out := []AbsentTool{}
 	for _, t := range All() {
+		if _, scoped := t.(interface{ surfaceScoped() }); scoped {
+			continue
+		}
 		if o, ok := t.(Optional); ok {
 			if why := o.Unavailable(env); why != "" {
 				out = append(out, AbsentTool{Name: t.Name(), Reason: why})

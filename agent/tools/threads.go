@@ -45,6 +45,11 @@ func (orchestratorOnly) Unavailable(env *Env) string {
 
 type handlerOnly struct{}
 
+// surfaceScoped marks the thread tools: their absence on the other kind
+// of surface is by design, so Absent does not list them.
+func (orchestratorOnly) surfaceScoped() {}
+func (handlerOnly) surfaceScoped()      {}
+
 func (handlerOnly) Unavailable(env *Env) string {
 	if env.SurfaceKind != desk.SurfaceHandler {
 		return "a handler-thread tool; this is the orchestrator surface"
@@ -143,8 +148,8 @@ func pendingBySurface(ctx context.Context, env *Env) (map[string]int, map[string
 // ---- thread_start ----
 
 type threadStartItem struct {
-	Title     string `json:"title" jsonschema:"minLength=1,maxLength=200" jsonschema_description:"a short title of the handler thread, as the user sees it"`
-	Objective string `json:"objective" jsonschema:"minLength=1" jsonschema_description:"the delegated objective: a compact, self-contained task packet"`
+	Title     string `json:"title" jsonschema_description:"a short title of the handler thread, as the user sees it"`
+	Objective string `json:"objective" jsonschema_description:"the delegated objective: a compact, self-contained task packet"`
 	History   string `json:"history,omitempty" jsonschema:"enum=isolated,enum=forked" jsonschema_description:"isolated (default): the handler gets the objective only; forked: also a filtered copy of this conversation so far, only when continuity is explicitly asked for or re-explaining would be lossy"`
 	GroupID   string `json:"thread_group_id,omitempty" jsonschema_description:"add the thread to this existing thread group instead of a new one"`
 }
@@ -329,7 +334,7 @@ func ForkedHistory(ctx context.Context, st desk.Store, surface string) (string, 
 type threadFollowupArgs struct {
 	ThreadIDs []string `json:"thread_ids,omitempty" jsonschema:"maxItems=32" jsonschema_description:"the exact threads to send to"`
 	GroupID   string   `json:"thread_group_id,omitempty" jsonschema_description:"or every thread of this group"`
-	Text      string   `json:"text" jsonschema:"minLength=1" jsonschema_description:"the correction, clarification or later instruction"`
+	Text      string   `json:"text" jsonschema_description:"the correction, clarification or later instruction"`
 	Activate  bool     `json:"activate,omitempty" jsonschema_description:"move concluded targets back to active for a new objective span; active targets keep their objective"`
 }
 
@@ -412,7 +417,7 @@ func FollowupText(t *desk.Thread, text string, activate bool) string {
 // ---- thread_request_report ----
 
 type threadRequestReportArgs struct {
-	ThreadID string `json:"thread_id" jsonschema:"minLength=1" jsonschema_description:"the thread to ask"`
+	ThreadID string `json:"thread_id" jsonschema_description:"the thread to ask"`
 	Note     string `json:"note,omitempty" jsonschema_description:"what the report should cover"`
 }
 
@@ -634,8 +639,8 @@ func (t threadGroup) Run(ctx context.Context, env *Env, call *Call) (*Result, er
 // ---- thread_report ----
 
 type threadReportArgs struct {
-	Title     string   `json:"title" jsonschema:"minLength=1,maxLength=200" jsonschema_description:"a one-line summary of the episode"`
-	Body      string   `json:"body" jsonschema:"minLength=1" jsonschema_description:"the human-readable result: what was done, found or decided, compact enough to reuse"`
+	Title     string   `json:"title" jsonschema_description:"a one-line summary of the episode"`
+	Body      string   `json:"body" jsonschema_description:"the human-readable result: what was done, found or decided, compact enough to reuse"`
 	Outcome   string   `json:"outcome,omitempty" jsonschema:"enum=delivered,enum=failed,enum=closed" jsonschema_description:"leave out for an update episode; set to conclude the objective (delivered, failed or closed)"`
 	Artifacts []string `json:"artifacts,omitempty" jsonschema:"maxItems=32" jsonschema_description:"ids of artifacts of this session the episode names"`
 }
