@@ -17,6 +17,7 @@ type Store interface {
 	UIStore
 	UsageStore
 	RuntimeStore
+	ThreadStore
 
 	// Workspaces.
 	// CreateWorkspace inserts w and its owner. Unless allowDuplicateName,

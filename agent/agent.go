@@ -167,8 +167,10 @@ func (a *Agent) Available(ctx context.Context, x *desk.Session) error {
 	return nil
 }
 
-// provider makes the model of a session.
-func (a *Agent) provider(ctx context.Context, x *desk.Session) (provider.Provider, provider.Spec, error) {
+// provider makes the model of a session; th is the handler thread the
+// turn runs on (nil on the orchestrator surface), which a script session
+// answers from its handlers' steps with the thread's own cursor.
+func (a *Agent) provider(ctx context.Context, x *desk.Session, th *desk.Thread) (provider.Provider, provider.Spec, error) {
 	m := a.modelOf(x)
 	if m == "" {
 		return nil, provider.Spec{}, fmt.Errorf("no model is configured: set DESK_MODEL")
@@ -186,6 +188,13 @@ func (a *Agent) provider(ctx context.Context, x *desk.Session) (provider.Provide
 		if err != nil {
 			return nil, spec, err
 		}
+		if th != nil {
+			h := scr.Handler(th.Title)
+			if h == nil {
+				return nil, spec, fmt.Errorf("the script of session %s has no handlers entry for the thread titled %q (%s): add \"handlers\": {%q: [steps]} to the script", x.ID, th.Title, th.ID, th.Title)
+			}
+			return &script.Provider{Script: h, Cursor: threadCursor{a.store, th.ID}, Session: x.ID + " (handler thread " + th.ID + ")"}, spec, nil
+		}
 		return &script.Provider{Script: scr, Cursor: cursor{a.store, x.ID}, Session: x.ID}, spec, nil
 	}
 	if a.opts.Providers == nil {
@@ -202,6 +211,38 @@ type cursor struct {
 }
 
 func (c cursor) Next(ctx context.Context) (int, error) { return c.store.NextScriptStep(ctx, c.id) }
+
+// threadCursor is the durable script cursor of a handler thread.
+type threadCursor struct {
+	store desk.Store
+	id    string
+}
+
+func (c threadCursor) Next(ctx context.Context) (int, error) {
+	return c.store.NextThreadScriptStep(ctx, c.id)
+}
+
+// threadOf is the handler thread of a surface of x, or nil for the
+// orchestrator surface.
+func (a *Agent) threadOf(ctx context.Context, x *desk.Session, surface string) (*desk.Thread, error) {
+	if surface == "" || surface == x.SurfaceID {
+		return nil, nil
+	}
+	th, err := a.store.ThreadBySurface(ctx, surface)
+	if desk.IsCode(err, desk.ENOTFOUND) {
+		return nil, nil // a handler surface without a thread row (none are made so)
+	}
+	return th, err
+}
+
+// wake is the dispatcher's Waker, when the Submitter is one (the execution
+// service is both).
+func (a *Agent) dispatchWaker() func() {
+	if w, ok := a.submit.(desk.Waker); ok {
+		return w.Wake
+	}
+	return nil
+}
 
 // turn is one execution's working state.
 type turn struct {
@@ -240,7 +281,11 @@ func (tr *turn) planState() (json.RawMessage, bool) {
 // Execute runs one turn.
 func (a *Agent) Execute(ctx context.Context, t *execution.Turn) (*execution.Outcome, error) {
 	x := t.Session
-	prov, spec, err := a.provider(ctx, x)
+	th, err := a.threadOf(ctx, x, t.Execution.SurfaceID)
+	if err != nil {
+		return nil, err
+	}
+	prov, spec, err := a.provider(ctx, x, th)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +320,11 @@ func (a *Agent) Execute(ctx context.Context, t *execution.Turn) (*execution.Outc
 	tr.env = &tools.Env{Store: a.store, Home: a.home, Workspace: w, Session: x, Execution: t.Execution, Settings: settings,
 		View: view, Jail: jail, Artifacts: a.artifacts, Paths: a.paths, Selection: a.selection, Sandbox: a.opts.Sandbox,
 		HTTP: a.opts.HTTP, Search: a.opts.Search, Emit: t.Emit, Ask: tr.ask, Propose: tr.propose,
-		Procs: tools.NewProcs(actx)}
+		Procs: tools.NewProcs(actx), SurfaceKind: desk.SurfaceOrchestrator, Thread: th, Wake: a.dispatchWaker()}
+	if th != nil {
+		tr.env.SurfaceKind = desk.SurfaceHandler
+	}
+
 	// Long-running command sessions die, with their process trees, when
 	// the turn settles (an interrupt ends them through actx already).
 	defer tr.env.Procs.Close()

@@ -72,10 +72,19 @@ func (a *Agent) assemble(ctx context.Context, x *desk.Session, in stepInput) (*a
 	if err != nil {
 		return nil, err
 	}
+	th, err := a.threadOf(ctx, x, in.surface)
+	if err != nil {
+		return nil, err
+	}
 	w := worldOf(groups, sa.Focus, n)
-	system := SystemPrompt(Binding{Identity: tools.IdentityOf(x, in.surface), Instructions: in.instructions, Skills: skills,
+	id := tools.IdentityOf(x, in.surface)
+	env := a.toolEnv(in.settings)
+	if th != nil {
+		id.ThreadID, env.SurfaceKind = th.ID, desk.SurfaceHandler
+	}
+	system := SystemPrompt(Binding{Identity: id, Thread: th, Instructions: in.instructions, Skills: skills,
 		Plan: in.plan, ForcePlan: in.forced})
-	req := provider.Request{Model: in.model, System: system, Tools: declarations(a.toolEnv(in.settings))}
+	req := provider.Request{Model: in.model, System: system, Tools: declarations(env)}
 	ms, err = a.answerDangling(ctx, ms)
 	if err != nil {
 		return nil, err

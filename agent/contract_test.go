@@ -207,6 +207,9 @@ func (w *deskWorld) checkRequests(want int) []strict.Request {
 	w.seen = len(all)
 	var names []string
 	for _, tl := range tools.All() {
+		if o, ok := tl.(tools.Optional); ok && o.Unavailable(&tools.Env{SurfaceKind: desk.SurfaceOrchestrator, Sandbox: sandbox.Direct()}) != "" {
+			continue // the handler-only thread tools
+		}
 		names = append(names, tl.Name())
 	}
 	for i, r := range got {

@@ -30,7 +30,10 @@ var promptParts = []struct{ name, text string }{
 // the turn's /plan demand and its pinned plan. What changes least comes
 // first, so a provider's prompt cache keeps the longest prefix.
 type Binding struct {
-	Identity     tools.Identity
+	Identity tools.Identity
+	// Thread is the handler thread the surface is (nil on the
+	// orchestrator): its role paragraph follows the identity.
+	Thread       *desk.Thread
 	Instructions []extensions.Instruction
 	Skills       []LoadedSkill
 	Plan         json.RawMessage
@@ -64,6 +67,9 @@ func SystemPrompt(b Binding) string {
 			s.WriteString(" (and $DESK_THREAD_ID)")
 		}
 		s.WriteString(". They name the session; they grant nothing: desk stamps the origin of everything you make itself.")
+	}
+	if t := b.Thread; t != nil {
+		fmt.Fprintf(&s, "\n\nThis conversation is handler thread %s (%q) of thread group %s: the session's orchestrator delegated one objective to you, and its first message here states it. Own it: work and repair locally, ask the user with request_user_input when you must (the answer comes back here), and reply in this thread as usual — ordinary replies never reach the orchestrator. Hand results back with thread_report: without outcome for an important update (or when the orchestrator asks for a report), with outcome delivered, failed or closed to conclude the objective. thread_current and thread_group show your objective and siblings; you cannot start threads.", t.ID, t.Title, t.GroupID)
 	}
 	writeInstructions(&s, b.Instructions)
 	writeSkills(&s, b.Skills)

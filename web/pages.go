@@ -219,11 +219,22 @@ func (s *Server) sidebar(ctx context.Context, ws, current string) (*sidebar, err
 // tone is a session's state at a glance: running, waiting for a person
 // (an approval, a question, a plan), or its last turn failed.
 func (s *Server) tone(ctx context.Context, x *desk.Session) string {
-	exes, err := s.d.Store.ListExecutions(ctx, x.ID, 1)
-	if err != nil || len(exes) == 0 {
+	// The session's row shows its orchestrator: a handler thread's turns
+	// never make it look running, waiting or broken.
+	exes, err := s.d.Store.ListExecutions(ctx, x.ID, 50)
+	if err != nil {
 		return ""
 	}
-	last := exes[0]
+	var last *desk.Execution
+	for _, e := range exes {
+		if e.SurfaceID == x.SurfaceID {
+			last = e
+			break
+		}
+	}
+	if last == nil {
+		return ""
+	}
 	if desk.PhaseActive(last.Phase) {
 		if aps, err := s.d.Agent.Approvals(ctx, x.ID, true); err == nil && len(aps) > 0 {
 			return "waiting"

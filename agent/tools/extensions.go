@@ -14,7 +14,8 @@ import (
 // says why it cannot in env ("" when it can). list_extensions reports the
 // absent ones with their reasons, so the model knows what it lacks and
 // why instead of finding out by failing. Unavailable may rely only on
-// env's Sandbox and Settings: the context view asks outside any execution.
+// env's Sandbox, Settings and SurfaceKind: the context view asks outside
+// any execution.
 type Optional interface {
 	Unavailable(env *Env) string
 }
@@ -51,6 +52,9 @@ func Declared(env *Env) []Tool {
 func Absent(env *Env) []AbsentTool {
 	out := []AbsentTool{}
 	for _, t := range All() {
+		if _, scoped := t.(interface{ surfaceScoped() }); scoped {
+			continue
+		}
 		if o, ok := t.(Optional); ok {
 			if why := o.Unavailable(env); why != "" {
 				out = append(out, AbsentTool{Name: t.Name(), Reason: why})

@@ -20,9 +20,9 @@ const (
 // changes only its own environment.
 type Identity struct {
 	SessionID, Signature, WorkspaceID string
-	// ThreadID is set on a handler thread. Threads are surfaces of a
-	// session other than its orchestrator surface; until they get ids of
-	// their own, the thread's id is its surface id.
+	// ThreadID is set on a handler thread: its thr_ id (the agent sets
+	// it from the thread row); IdentityOf alone, which has no thread,
+	// names the handler surface.
 	ThreadID string
 }
 
@@ -51,5 +51,9 @@ func identityVars(env *Env) map[string]string {
 	if env.Execution != nil {
 		surface = env.Execution.SurfaceID
 	}
-	return IdentityOf(env.Session, surface).Vars()
+	id := IdentityOf(env.Session, surface)
+	if env.Thread != nil {
+		id.ThreadID = env.Thread.ID
+	}
+	return id.Vars()
 }

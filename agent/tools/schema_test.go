@@ -13,21 +13,29 @@ import (
 
 // examples are valid arguments for every tool.
 var examples = map[string][]string{
-	"acquire":            {`{"action":"search","query":"desk runtime","limit":3}`, `{"action":"note","text":"x","title":"t.md","group_id":"grp_1"}`},
-	"artifacts":          {`{"action":"list","offset":3,"limit":10}`, `{"action":"create","name":"r.md","path":"/scratch/r.md","immutable":true}`},
-	"clarify":            {`{"plan":{"title":"Ship","steps":["build","test"],"notes":"risky"}}`, `{"questions":[{"question":"Name?","default":"desk"}]}`},
-	"delete_file":        {`{"path":"/scratch/x"}`},
-	"edit_file":          {`{"path":"/artifacts/a.md","old_text":"a","new_text":"","replace_all":true}`},
-	"apply_patch":        {`{"patch":"*** Begin Patch\n*** Add File: /scratch/a.txt\n+a\n*** End Patch"}`},
-	"exec_command":       {`{"command":"ls","cwd":"/scratch","timeout_seconds":1800}`},
-	"write_stdin":        {`{"session_id":1,"chars":"y\n","yield_time_ms":500}`},
-	"inspect":            {`{"view":"group","group_id":"grp_1","offset":5,"limit":100}`},
-	"list_files":         {`{}`, `{"path":"/artifacts"}`},
-	"list_extensions":    {`{}`},
-	"load_extension":     {`{"name":"pdf-tools"}`},
-	"read_file":          {`{"path":"/artifacts/a.md","offset":2,"limit":10}`},
-	"request_user_input": {`{"questions":[{"id":"color","question":"Which?","options":[{"label":"red","recommended":true},{"label":"blue"}]}]}`},
-	"write_file":         {`{"path":"/artifacts/a.md","content":"x"}`},
+	"acquire":               {`{"action":"search","query":"desk runtime","limit":3}`, `{"action":"note","text":"x","title":"t.md","group_id":"grp_1"}`},
+	"artifacts":             {`{"action":"list","offset":3,"limit":10}`, `{"action":"create","name":"r.md","path":"/scratch/r.md","immutable":true}`},
+	"clarify":               {`{"plan":{"title":"Ship","steps":["build","test"],"notes":"risky"}}`, `{"questions":[{"question":"Name?","default":"desk"}]}`},
+	"delete_file":           {`{"path":"/scratch/x"}`},
+	"edit_file":             {`{"path":"/artifacts/a.md","old_text":"a","new_text":"","replace_all":true}`},
+	"apply_patch":           {`{"patch":"*** Begin Patch\n*** Add File: /scratch/a.txt\n+a\n*** End Patch"}`},
+	"exec_command":          {`{"command":"ls","cwd":"/scratch","timeout_seconds":1800}`},
+	"write_stdin":           {`{"session_id":1,"chars":"y\n","yield_time_ms":500}`},
+	"inspect":               {`{"view":"group","group_id":"grp_1","offset":5,"limit":100}`},
+	"list_files":            {`{}`, `{"path":"/artifacts"}`},
+	"list_extensions":       {`{}`},
+	"load_extension":        {`{"name":"pdf-tools"}`},
+	"thread_start":          {`{"threads":[{"title":"a","objective":"do a","history":"forked","thread_group_id":"tgr_1"}]}`},
+	"thread_followup":       {`{"thread_ids":["thr_1"],"text":"also b","activate":true}`, `{"thread_group_id":"tgr_1","text":"x"}`},
+	"thread_request_report": {`{"thread_id":"thr_1","note":"status?"}`},
+	"thread_list":           {`{}`, `{"thread_group_id":"tgr_1"}`},
+	"thread_episodes":       {`{"thread_id":"thr_1","episode_ids":["epi_1"]}`, `{}`},
+	"thread_current":        {`{}`},
+	"thread_group":          {`{}`},
+	"thread_report":         {`{"title":"t","body":"b","outcome":"delivered","artifacts":["art_1"]}`, `{"title":"t","body":"b"}`},
+	"read_file":             {`{"path":"/artifacts/a.md","offset":2,"limit":10}`},
+	"request_user_input":    {`{"questions":[{"id":"color","question":"Which?","options":[{"label":"red","recommended":true},{"label":"blue"}]}]}`},
+	"write_file":            {`{"path":"/artifacts/a.md","content":"x"}`},
 }
 
 // required are the top-level required fields of every tool.
@@ -35,6 +43,8 @@ var required = map[string][]string{
 	"acquire": {"action"}, "artifacts": {"action"}, "clarify": nil, "delete_file": {"path"},
 	"apply_patch": {"patch"}, "edit_file": {"new_text", "old_text", "path"}, "exec_command": {"command"}, "write_stdin": {"session_id"}, "inspect": {"view"},
 	"list_files": nil, "list_extensions": nil, "load_extension": {"name"}, "read_file": {"path"}, "request_user_input": {"questions"}, "write_file": {"content", "path"},
+	"thread_start": {"threads"}, "thread_followup": {"text"}, "thread_request_report": {"thread_id"}, "thread_list": nil,
+	"thread_episodes": nil, "thread_current": nil, "thread_group": nil, "thread_report": {"body", "title"},
 }
 
 // roundTrip decodes raw with the tool's own decode and re-encodes the
@@ -70,6 +80,22 @@ func roundTrip(t *testing.T, tool Tool, raw string) (json.RawMessage, *Result) {
 	case loadExtension:
 		out, bad, err = reencode(x.args, raw)
 	case readFile:
+		out, bad, err = reencode(x.args, raw)
+	case threadStart:
+		out, bad, err = reencode(x.args, raw)
+	case threadFollowup:
+		out, bad, err = reencode(x.args, raw)
+	case threadRequestReport:
+		out, bad, err = reencode(x.args, raw)
+	case threadList:
+		out, bad, err = reencode(x.args, raw)
+	case threadEpisodes:
+		out, bad, err = reencode(x.args, raw)
+	case threadCurrent:
+		out, bad, err = reencode(x.args, raw)
+	case threadGroup:
+		out, bad, err = reencode(x.args, raw)
+	case threadReport:
 		out, bad, err = reencode(x.args, raw)
 	case requestUserInput:
 		out, bad, err = reencode(x.args, raw)

@@ -1,7 +1,7 @@
 // Package tools owns the agent's built-in tools: inspect, acquire,
 // read_file, write_file, edit_file, apply_patch, list_files, delete_file,
-// exec_command, artifacts, request_user_input, clarify, list_extensions
-// and load_extension. Every tool is registered on every turn (the model
+// exec_command, artifacts, request_user_input, clarify, list_extensions,
+// load_extension and the thread tools (threads.go). Every tool is registered on every turn (the model
 // decides; PawWork S-R) unless it is Optional and cannot work there
 // (extensions.go), takes JSON
 // arguments and returns a JSON result. A mistake the model can fix comes
@@ -111,6 +111,15 @@ type Env struct {
 	Emit func(typ string, data any)
 	// ForcePlan is set when the turn's message started with /plan.
 	ForcePlan bool
+	// SurfaceKind is the kind of surface the turn runs on (orchestrator
+	// when empty); it decides which thread tools are declared.
+	SurfaceKind string
+	// Thread is the handler thread the turn runs on; nil on the
+	// orchestrator surface.
+	Thread *desk.Thread
+	// Wake asks the dispatcher to look at the queues now (after a thread
+	// tool queued work); nil leaves it to the next poll.
+	Wake func()
 }
 
 // SearchHit is one search result.
@@ -145,7 +154,9 @@ type Tool interface {
 // model sees is stable from turn to turn.
 func All() []Tool {
 	ts := []Tool{inspect{}, acquire{}, readFile{}, writeFile{}, editFile{}, applyPatch{}, listFiles{}, deleteFile{},
-		execCommand{}, writeStdin{}, artifactsTool{}, requestUserInput{}, clarify{}, listExtensions{}, loadExtension{}}
+		execCommand{}, writeStdin{}, artifactsTool{}, requestUserInput{}, clarify{}, listExtensions{}, loadExtension{},
+		threadStart{}, threadFollowup{}, threadRequestReport{}, threadList{}, threadEpisodes{},
+		threadCurrent{}, threadGroup{}, threadReport{}}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name() < ts[j].Name() })
 	return ts
 }

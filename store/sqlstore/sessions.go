@@ -161,6 +161,9 @@ func (s *DB) PurgeSession(ctx context.Context, id string) error {
 			`DELETE FROM blocks WHERE session_id = ?`,
 			`DELETE FROM ui_drafts WHERE session_id = ?`,
 			`DELETE FROM ui_session_views WHERE session_id = ?`,
+			`DELETE FROM episodes WHERE session_id = ?`,
+			`DELETE FROM threads WHERE session_id = ?`,
+			`DELETE FROM thread_groups WHERE session_id = ?`,
 			`DELETE FROM surfaces WHERE session_id = ?`,
 			`DELETE FROM sessions WHERE id = ?`,
 		} {

@@ -46,6 +46,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Extensions", func(t *testing.T) { testExtensions(t, open(t)) })
 	t.Run("SandboxLimits", func(t *testing.T) { testSandboxLimits(t, open(t)) })
 	t.Run("Runtimes", func(t *testing.T) { testRuntimes(t, open(t)) })
+	t.Run("Threads", func(t *testing.T) { testThreads(t, open(t)) })
 }
 
 var ctx = context.Background()

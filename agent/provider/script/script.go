@@ -35,9 +35,21 @@ type ToolCall struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
-// Script is a session's script.
+// Script is a session's script. Handlers script the session's handler
+// threads: a thread started with one of these titles answers from its
+// steps, with a durable cursor of its own.
 type Script struct {
-	Steps []Step `json:"steps"`
+	Steps    []Step            `json:"steps"`
+	Handlers map[string][]Step `json:"handlers,omitempty"`
+}
+
+// Handler is the script of the handler thread titled title, or nil.
+func (s *Script) Handler(title string) *Script {
+	steps, ok := s.Handlers[title]
+	if !ok {
+		return nil
+	}
+	return &Script{Steps: steps}
 }
 
 // Parse validates a script: at least one step, every step with text or
@@ -51,29 +63,45 @@ func Parse(b []byte) (*Script, error) {
 	if len(s.Steps) == 0 {
 		return nil, fmt.Errorf("script: steps must list at least one step")
 	}
-	for i, st := range s.Steps {
+	if err := checkSteps("", s.Steps); err != nil {
+		return nil, err
+	}
+	for title, steps := range s.Handlers {
+		if title == "" || len(steps) == 0 {
+			return nil, fmt.Errorf("script: handlers must map a thread title to at least one step")
+		}
+		if err := checkSteps(fmt.Sprintf("handler %q ", title), steps); err != nil {
+			return nil, err
+		}
+	}
+	return &s, nil
+}
+
+// checkSteps validates one list of steps; at names it in errors.
+func checkSteps(at string, steps []Step) error {
+	for i, st := range steps {
 		if st.Text == "" && len(st.ToolCalls) == 0 {
-			return nil, fmt.Errorf("script: step %d has neither text nor tool_calls", i)
+			return fmt.Errorf("script: %sstep %d has neither text nor tool_calls", at, i)
 		}
 		if st.DelayMS < 0 || st.DelayMS > 60000 {
-			return nil, fmt.Errorf("script: step %d delay_ms must be between 0 and 60000", i)
+			return fmt.Errorf("script: %sstep %d delay_ms must be between 0 and 60000", at, i)
 		}
 		if u := st.Usage; u != nil && (u.InputTokens < 0 || u.OutputTokens < 0 || u.CachedTokens < 0 || u.CachedTokens > u.InputTokens) {
-			return nil, fmt.Errorf("script: step %d usage counts must not be negative, and cached_tokens must not exceed input_tokens", i)
+			return fmt.Errorf("script: %sstep %d usage counts must not be negative, and cached_tokens must not exceed input_tokens", at, i)
 		}
 		for j, c := range st.ToolCalls {
 			if c.Name == "" {
-				return nil, fmt.Errorf("script: step %d tool call %d has no name", i, j)
+				return fmt.Errorf("script: %sstep %d tool call %d has no name", at, i, j)
 			}
 			if len(c.Arguments) > 0 {
 				var m map[string]any
 				if err := json.Unmarshal(c.Arguments, &m); err != nil {
-					return nil, fmt.Errorf("script: step %d tool call %d arguments must be a JSON object", i, j)
+					return fmt.Errorf("script: %sstep %d tool call %d arguments must be a JSON object", at, i, j)
 				}
 			}
 		}
 	}
-	return &s, nil
+	return nil
 }
 
 // Cursor hands out step numbers durably: Next returns the index of the step
