@@ -302,15 +302,7 @@ func duration(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// messages turns a transcript page into views.
-func messages(ses string, ms []*desk.Message, arts map[string]*desk.Artifact) []*msgView {
-	out := make([]*msgView, 0, len(ms))
-	for _, m := range ms {
-		out = append(out, message(ses, m, arts))
-	}
-	return out
-}
-
+// message turns one transcript message into its view, tool calls as spans.
 func message(ses string, m *desk.Message, arts map[string]*desk.Artifact) *msgView {
 	v := &msgView{M: m}
 	byCall := map[string]*desk.Command{}
