@@ -72,7 +72,7 @@ func (s *Server) auth(h handler) http.Handler {
 			}
 		}
 		if err := h(w, rq); err != nil {
-			s.fail(w, r, err)
+			s.failSignedIn(w, rq, err)
 		}
 	})
 }

@@ -240,9 +240,9 @@ func browserCreateAndStream(t *testing.T, s *suite) {
 	tb.wait("the session's row in the sidebar", `!!document.querySelector("#list-recent li.current")`)
 	tb.send("Say hello")
 	tb.wait("the user's message", `[...document.querySelectorAll("#transcript .msg.user")].some(m => m.textContent.includes("Say hello"))`)
-	tb.wait("the reply streaming in", `(() => { const s = document.querySelector("#transcript .msg.streaming .stream-text"); return s && s.textContent.length > 0 && !s.textContent.includes("watch it arrive"); })()`)
-	tb.wait("the whole reply, rendered", `[...document.querySelectorAll("#transcript .msg.assistant:not(.streaming) .md strong")].some(b => b.textContent === "scripted")`)
-	tb.wait("the streaming text to give way to the message", `!document.querySelector("#transcript .msg.streaming")`)
+	tb.wait("the reply streaming in", `(() => { const s = document.querySelector("#transcript .streaming .stream-text"); return s && s.textContent.length > 0 && !s.textContent.includes("watch it arrive"); })()`)
+	tb.wait("the whole reply, rendered", `[...document.querySelectorAll("#transcript .msg.assistant .step:not(.streaming) .md strong")].some(b => b.textContent === "scripted")`)
+	tb.wait("the streaming text to give way to the message", `!document.querySelector("#transcript .streaming")`)
 	if n := evalJS[int](tb, `document.querySelectorAll("#transcript .msg.assistant").length`); n != 1 {
 		t.Fatalf("%d assistant messages after one turn, want 1", n)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/desk-runtime/desk"
 )
@@ -41,6 +43,26 @@ type row struct {
 	S       *desk.Session
 	Tone    string // running, waiting, error or ""
 	Current bool
+	// Activity is the session's last conversation activity: its last
+	// turn's request or settle, or its creation. The sidebar orders by it
+	// (not by metadata changes such as pinning or a read mark).
+	Activity time.Time
+}
+
+// ToneLabel is the words of a row's status dot (the dot is never the only
+// sign: its shape differs and it carries these words).
+func (r row) ToneLabel() string { return toneLabel(r.Tone) }
+
+func toneLabel(tone string) string {
+	switch tone {
+	case "running":
+		return "Running"
+	case "waiting":
+		return "Waiting for you (an approval, an answer or a plan decision)"
+	case "error":
+		return "Last turn failed"
+	}
+	return "Idle"
 }
 
 // Name is what a row shows: the title, or the readable signature of an
@@ -154,10 +176,14 @@ func (s *Server) newSessionData(r *request, ws *desk.Workspace) (*newSession, er
 	def, err := s.d.Agent.DefaultModel()
 	n := &newSession{WS: ws, Default: def}
 	switch {
-	case def == "":
+	case def == "" && r.p.Admin:
 		n.Note = "No default model: set DESK_MODEL (openai:<model>, anthropic:<model> or openai-compatible:<base-url>#<model>) and restart desk. Script sessions still work."
-	case err != nil:
+	case def == "":
+		n.Note = "This desk has no default model yet; ask the person who runs it to set one. Script sessions still work."
+	case err != nil && r.p.Admin:
 		n.Note = err.Error()
+	case err != nil:
+		n.Note = "This desk's default model is not usable right now; ask the person who runs it."
 	default:
 		n.Models = append(n.Models, def)
 	}
@@ -198,11 +224,19 @@ func (s *Server) sidebar(ctx context.Context, ws, current string) (*sidebar, err
 		return nil, err
 	}
 	sb := &sidebar{WS: ws, Current: current}
+	rows := make([]row, 0, len(xs))
 	for _, x := range xs {
 		rw := row{S: x, Current: x.ID == current}
+		tone, at := s.tone(ctx, x)
+		rw.Activity = at
 		if !x.Archived {
-			rw.Tone = s.tone(ctx, x)
+			rw.Tone = tone
 		}
+		rows = append(rows, rw)
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Activity.After(rows[j].Activity) })
+	for _, rw := range rows {
+		x := rw.S
 		switch {
 		case x.Archived:
 			sb.Archived = append(sb.Archived, rw)
@@ -217,13 +251,15 @@ func (s *Server) sidebar(ctx context.Context, ws, current string) (*sidebar, err
 }
 
 // tone is a session's state at a glance: running, waiting for a person
-// (an approval, a question, a plan), or its last turn failed.
-func (s *Server) tone(ctx context.Context, x *desk.Session) string {
+// (an approval, a question, a plan), or its last turn failed; and when its
+// conversation last moved.
+func (s *Server) tone(ctx context.Context, x *desk.Session) (string, time.Time) {
+	at := x.CreatedAt
 	// The session's row shows its orchestrator: a handler thread's turns
 	// never make it look running, waiting or broken.
 	exes, err := s.d.Store.ListExecutions(ctx, x.ID, 50)
 	if err != nil {
-		return ""
+		return "", at
 	}
 	var last *desk.Execution
 	for _, e := range exes {
@@ -233,24 +269,32 @@ func (s *Server) tone(ctx context.Context, x *desk.Session) string {
 		}
 	}
 	if last == nil {
-		return ""
+		return "", at
+	}
+	for _, t := range []*time.Time{&last.RequestedAt, last.StartedAt, last.FinishedAt} {
+		if t != nil && t.After(at) {
+			at = *t
+		}
 	}
 	if desk.PhaseActive(last.Phase) {
 		if aps, err := s.d.Agent.Approvals(ctx, x.ID, true); err == nil && len(aps) > 0 {
-			return "waiting"
+			return "waiting", at
 		}
 		if s.pendingInput(ctx, x.ID) {
-			return "waiting"
+			return "waiting", at
 		}
-		return "running"
+		if ps, err := s.pendingPlans(ctx, last); err == nil && len(ps) > 0 {
+			return "waiting", at
+		}
+		return "running", at
 	}
 	if s.pendingInput(ctx, x.ID) {
-		return "waiting"
+		return "waiting", at
 	}
 	if last.Phase == desk.PhaseFailed {
-		return "error"
+		return "error", at
 	}
-	return ""
+	return "", at
 }
 
 func (s *Server) pendingInput(ctx context.Context, ses string) bool {

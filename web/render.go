@@ -45,6 +45,7 @@ func funcs() template.FuncMap {
 		"bytes":    humanBytes,
 		"ago":      ago,
 		"clock":    func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
+		"hm":       func(t time.Time) string { return t.Local().Format("15:04") },
 		"iso":      func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"pretty":   prettyJSON,
 		"json":     func(v any) (string, error) { b, err := json.Marshal(v); return string(b), err },

@@ -24,20 +24,22 @@ const maxSpanOutput = 16 << 10
 
 // sessionView is everything the session page shows.
 type sessionView struct {
-	S        *desk.Session
-	WS       string
-	Model    string
-	NoModel  bool
-	Messages []*msgView
-	Older    *olderLink
-	LastSeq  int64
-	Run      *runState
-	Queue    *queueView
-	Cards    *cards
-	Budget   *budget
-	Shelf    *shelf
-	Draft    string
-	After    int64
+	S       *desk.Session
+	WS      string
+	Model   string
+	NoModel bool
+	// Admin shows the hints only the admin can act on (DESK_MODEL).
+	Admin   bool
+	Turns   []*turnView
+	Older   *olderLink
+	LastSeq int64
+	Run     *runState
+	Queue   *queueView
+	Cards   *cards
+	Budget  *budget
+	Shelf   *shelf
+	Draft   string
+	After   int64
 	// Viewer names this page's hold on the session; its event stream
 	// renews and ends the same hold.
 	Viewer string
@@ -187,15 +189,36 @@ func newSpan(ses, exe string, call desk.MessageCall, cmd *desk.Command, arts map
 	return sp
 }
 
-// target is what a call acted on: its command, path, URL or query.
+// target is what a call acted on: its command, path, URL or query, the
+// view it inspected, the files a patch touches. Every span names one.
 func target(args json.RawMessage) string {
 	var m map[string]any
 	if json.Unmarshal(args, &m) != nil {
 		return ""
 	}
-	for _, k := range []string{"command", "path", "url", "query", "name", "action"} {
-		if v, ok := m[k].(string); ok && v != "" {
+	str := func(k string) string { v, _ := m[k].(string); return v }
+	for _, k := range []string{"command", "path", "url", "query", "name"} {
+		if v := str(k); v != "" {
 			return v
+		}
+	}
+	if a := str("action"); a != "" {
+		return strings.TrimSpace(a + " " + str("id"))
+	}
+	if v := str("view"); v != "" {
+		return strings.TrimSpace(v + " " + str("group_id") + str("item_id"))
+	}
+	if p := str("patch"); p != "" {
+		var files []string
+		for _, l := range strings.Split(p, "\n") {
+			for _, pre := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: "} {
+				if f, ok := strings.CutPrefix(l, pre); ok {
+					files = append(files, strings.TrimSpace(f))
+				}
+			}
+		}
+		if len(files) > 0 {
+			return strings.Join(files, ", ")
 		}
 	}
 	if p, ok := m["plan"].(map[string]any); ok {
@@ -206,20 +229,27 @@ func target(args json.RawMessage) string {
 	if qs, ok := m["questions"].([]any); ok {
 		return fmt.Sprintf("%d question(s)", len(qs))
 	}
-	return ""
+	if len(m) == 0 {
+		return "no arguments"
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
 }
 
 // outcome is the one useful line of a finished call.
 func outcome(c *desk.Command) string {
 	var f map[string]any
 	_ = json.Unmarshal(c.Facts, &f)
-	switch {
-	case c.Status == desk.CommandDeclined:
-		return "declined"
-	case c.Status == desk.CommandCancelled:
-		return "cancelled"
-	case c.Error != "":
-		return firstLineOf(c.Error)
+	// The status badge already says declined or cancelled; the outcome
+	// adds only what it does not ("cancelled cancelled" was the result).
+	if c.Error != "" {
+		if l := firstLineOf(c.Error); !strings.EqualFold(l, c.Status) {
+			return l
+		}
+		return ""
+	}
+	if c.Status == desk.CommandDeclined || c.Status == desk.CommandCancelled || c.Status == desk.CommandUnknown {
+		return ""
 	}
 	if code, ok := f["exit_code"].(float64); ok {
 		if f["timed_out"] == true {
@@ -238,6 +268,15 @@ func outcome(c *desk.Command) string {
 	}
 	if c.Status == desk.CommandSucceeded && c.Output != "" {
 		return firstLineOf(c.Output)
+	}
+	if n, ok := f["artifacts"].(float64); ok {
+		return strconv.Itoa(int(n)) + " artifact(s)"
+	}
+	if n, ok := f["items"].(float64); ok {
+		return strconv.Itoa(int(n)) + " item(s)"
+	}
+	if n, ok := f["groups"].(float64); ok {
+		return strconv.Itoa(int(n)) + " group(s)"
 	}
 	return ""
 }
@@ -263,19 +302,50 @@ func duration(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// messages turns a transcript page into views.
-func messages(ses string, ms []*desk.Message, arts map[string]*desk.Artifact) []*msgView {
-	out := make([]*msgView, 0, len(ms))
+// message turns one transcript message into its view, tool calls as spans.
+func message(ses string, m *desk.Message, arts map[string]*desk.Artifact) *msgView {
+	v := &msgView{M: m}
+	byCall := map[string]*desk.Command{}
+	for _, c := range m.Commands {
+		byCall[c.CallID] = c
+	}
+	for _, c := range m.ToolCalls {
+		v.Spans = append(v.Spans, newSpan(ses, m.ExecutionID, c, byCall[c.ID], arts))
+	}
+	return v
+}
+
+// turnView is one item of the transcript: a user message, or one turn's
+// assistant block, which holds every step (assistant message with its
+// tool spans) the turn made, in order.
+type turnView struct {
+	User *msgView
+	// ID is the block's element id: "turn-" and the id of its first
+	// step's message, or of the execution when the block was opened by
+	// streaming text before any message of the turn was stored.
+	ID    string
+	Exe   string
+	At    time.Time
+	Steps []*msgView
+	// Live puts the streaming placeholder in an otherwise empty block.
+	Live bool
+}
+
+// turns groups a transcript page into user messages and assistant blocks:
+// consecutive assistant messages of one execution are one block.
+func turns(ses string, ms []*desk.Message, arts map[string]*desk.Artifact) []*turnView {
+	var out []*turnView
 	for _, m := range ms {
-		v := &msgView{M: m}
-		byCall := map[string]*desk.Command{}
-		for _, c := range m.Commands {
-			byCall[c.CallID] = c
+		v := message(ses, m, arts)
+		if m.Role != desk.RoleAssistant {
+			out = append(out, &turnView{User: v})
+			continue
 		}
-		for _, c := range m.ToolCalls {
-			v.Spans = append(v.Spans, newSpan(ses, m.ExecutionID, c, byCall[c.ID], arts))
+		if n := len(out); n > 0 && out[n-1].User == nil && out[n-1].Exe == m.ExecutionID {
+			out[n-1].Steps = append(out[n-1].Steps, v)
+			continue
 		}
-		out = append(out, v)
+		out = append(out, &turnView{ID: "turn-" + m.ID, Exe: m.ExecutionID, At: m.CreatedAt, Steps: []*msgView{v}})
 	}
 	return out
 }
@@ -288,12 +358,40 @@ func artifactMap(as []*desk.Artifact) map[string]*desk.Artifact {
 	return m
 }
 
-// runState is the session's current turn and what holds it back.
+// runState is the session's current turn, what it is doing in words, and
+// what holds it back.
 type runState struct {
 	Ses    string
 	Active *desk.Execution
 	Last   *desk.Execution
 	Blocks []*desk.Block
+	// Label says what the active turn does now: starting, writing (while
+	// its text streams; set by the page's event stream), running a
+	// command, or waiting for your approval, answer or plan decision.
+	Label string
+	// Wait is "approval", "answer" or "plan" while the turn waits for a
+	// person.
+	Wait string
+	// Streaming is set by the event stream while the turn's text arrives.
+	Streaming bool
+	// Failure is the last turn's failure in plain words (its Reason is the
+	// folded detail); RetryText the message that started it, which Retry
+	// sends again.
+	Failure   string
+	RetryText string
+	// Interrupted says why the last turn was interrupted.
+	Interrupted string
+}
+
+// Text is the run bar's words for the active turn.
+func (r *runState) Text() string {
+	if r.Active == nil {
+		return ""
+	}
+	if r.Streaming && r.Wait == "" && r.Label == "Working…" {
+		return "Writing a reply…"
+	}
+	return r.Label
 }
 
 func (s *Server) runState(ctx context.Context, x *desk.Session) (*runState, error) {
@@ -321,7 +419,139 @@ func (s *Server) runState(ctx context.Context, x *desk.Session) (*runState, erro
 			st.Blocks = append(st.Blocks, b)
 		}
 	}
+	if st.Active != nil {
+		if err := s.label(ctx, x, st); err != nil {
+			return nil, err
+		}
+	} else if st.Last != nil {
+		if err := s.settled(ctx, x, st); err != nil {
+			return nil, err
+		}
+	}
 	return st, nil
+}
+
+// label finds what the active turn does: a decision it waits for comes
+// first, then a command it runs, then its phase.
+func (s *Server) label(ctx context.Context, x *desk.Session, st *runState) error {
+	aps, err := s.d.Agent.Approvals(ctx, x.ID, true)
+	if err != nil {
+		return err
+	}
+	if len(aps) > 0 {
+		st.Wait, st.Label = "approval", "Waiting for your approval to run "+aps[0].Tool
+		return nil
+	}
+	if s.pendingInput(ctx, x.ID) {
+		st.Wait, st.Label = "answer", "Waiting for your answer"
+		return nil
+	}
+	plans, err := s.pendingPlans(ctx, st.Active)
+	if err != nil {
+		return err
+	}
+	if len(plans) > 0 {
+		st.Wait, st.Label = "plan", "Waiting for your decision on the plan"
+		return nil
+	}
+	switch st.Active.Phase {
+	case desk.PhaseStarting:
+		st.Label = "Starting…"
+		return nil
+	case desk.PhaseStopping:
+		st.Label = "Stopping…"
+		return nil
+	}
+	st.Label = "Working…"
+	ms, err := s.d.Agent.Transcript(ctx, x.SurfaceID, 0, 3)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		for _, c := range m.Commands {
+			if c.ExecutionID == st.Active.ID && c.Status == desk.CommandRunning {
+				if c.Tool == "exec_command" {
+					st.Label = "Running a command: " + firstLineOf(target(c.Arguments))
+				} else {
+					st.Label = "Running " + c.Tool + " " + firstLineOf(target(c.Arguments))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// settled words the last turn's end: a failure in plain words with the
+// message to retry, or why it was interrupted.
+func (s *Server) settled(ctx context.Context, x *desk.Session, st *runState) error {
+	e := st.Last
+	switch e.Phase {
+	case desk.PhaseFailed:
+		st.Failure = plainFailure(e.Reason)
+		items, err := s.d.Exec.Queue(ctx, x.ID, true)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if it.ID == e.QueueItemID {
+				st.RetryText = it.Text
+			}
+		}
+	case desk.PhaseInterrupted:
+		st.Interrupted = plainInterruption(e)
+	}
+	return nil
+}
+
+// plainFailure says in plain words why a turn failed; the raw reason is
+// shown folded beside it.
+func plainFailure(reason string) string {
+	r := strings.ToLower(reason)
+	has := func(ws ...string) bool {
+		for _, w := range ws {
+			if strings.Contains(r, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("no model", "desk_model"):
+		return "This session has no model to answer it."
+	case has("401", "403", "unauthorized", "forbidden", "api key", "api_key", "authentication"):
+		return "The model provider refused desk's credentials."
+	case has("429", "rate limit", "rate_limit", "quota"):
+		return "The model provider is limiting requests; try again in a moment."
+	case has("deadline exceeded", "timeout", "timed out"):
+		return "The model took too long to answer."
+	case has("connection refused", "no such host", "dial tcp", "eof", "connection reset"):
+		return "desk could not reach the model provider."
+	case has("500", "502", "503", "504", "server error", "overloaded"):
+		return "The model provider had an error."
+	case has("script"):
+		return "The scripted agent has no answer for this turn."
+	}
+	return "Something went wrong while the agent worked on this turn."
+}
+
+// plainInterruption says why a turn was interrupted.
+func plainInterruption(e *desk.Execution) string {
+	reason := e.Reason
+	by := ""
+	if e.Interruption != nil {
+		reason, by = e.Interruption.Reason, e.Interruption.By
+	}
+	switch {
+	case strings.Contains(reason, "restart"):
+		return "Interrupted because desk restarted."
+	case strings.Contains(reason, "stopping"):
+		return "Interrupted because desk was shutting down."
+	case by != "" && by != "system":
+		return "Stopped."
+	case reason != "":
+		return "Interrupted (" + reason + ")."
+	}
+	return "Interrupted."
 }
 
 // queueView is the rows waiting behind the running turn.
@@ -375,29 +605,41 @@ func (s *Server) cards(ctx context.Context, x *desk.Session, run *runState) (*ca
 			c.Inputs = append(c.Inputs, q)
 		}
 	}
-	// A plan waits only inside its running turn; its card is found among
-	// that execution's events.
 	if run != nil && run.Active != nil {
-		exe, err := s.d.Exec.Execution(ctx, run.Active.ID)
+		ps, err := s.pendingPlans(ctx, run.Active)
 		if err != nil {
 			return nil, err
 		}
-		for _, ev := range exe.Events {
-			if ev.Type != "plan.proposed" {
-				continue
-			}
-			var p desk.Plan
-			if json.Unmarshal(ev.Data, &p) != nil {
-				continue
-			}
-			cur, err := s.d.Store.GetPlan(ctx, p.ID)
-			if err != nil || cur.Status != desk.PlanProposed {
-				continue
-			}
-			c.Plans = append(c.Plans, newPlanView(cur))
+		for _, p := range ps {
+			c.Plans = append(c.Plans, newPlanView(p))
 		}
 	}
 	return c, nil
+}
+
+// pendingPlans are the plans an active turn waits on: a plan waits only
+// inside its running turn, and is found among that execution's events.
+func (s *Server) pendingPlans(ctx context.Context, active *desk.Execution) ([]*desk.Plan, error) {
+	exe, err := s.d.Exec.Execution(ctx, active.ID)
+	if err != nil {
+		return nil, err
+	}
+	var out []*desk.Plan
+	for _, ev := range exe.Events {
+		if ev.Type != "plan.proposed" {
+			continue
+		}
+		var p desk.Plan
+		if json.Unmarshal(ev.Data, &p) != nil {
+			continue
+		}
+		cur, err := s.d.Store.GetPlan(ctx, p.ID)
+		if err != nil || cur.Status != desk.PlanProposed {
+			continue
+		}
+		out = append(out, cur)
+	}
+	return out, nil
 }
 
 func newPlanView(p *desk.Plan) *planView {
@@ -488,7 +730,7 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	v.WS, v.After, v.Viewer = ws.ID, after, viewer
+	v.WS, v.After, v.Viewer, v.Admin = ws.ID, after, viewer, r.p.Admin
 	title := x.Title
 	if title == "" {
 		title = x.Signature
@@ -515,7 +757,7 @@ func (s *Server) sessionView(ctx context.Context, x *desk.Session) (*sessionView
 	if err != nil {
 		return nil, err
 	}
-	v.Messages = messages(x.ID, ms, artifactMap(arts))
+	v.Turns = turns(x.ID, ms, artifactMap(arts))
 	if len(ms) > 0 {
 		v.LastSeq = ms[len(ms)-1].Seq
 		if ms[0].Seq > 1 {
@@ -564,7 +806,7 @@ func (s *Server) older(w http.ResponseWriter, r *request) error {
 	if len(ms) > 0 && ms[0].Seq > 1 {
 		link = &olderLink{Ses: x.ID, Before: ms[0].Seq}
 	}
-	return s.writeFragments(w, part{"older", link}, part{"messages", messages(x.ID, ms, artifactMap(arts))})
+	return s.writeFragments(w, part{"older", link}, part{"turns", turns(x.ID, ms, artifactMap(arts))})
 }
 
 // send submits the composer's text to the session's queue and clears the

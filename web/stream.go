@@ -84,6 +84,10 @@ type live struct {
 	x       *desk.Session
 	tseq    int64
 	bubbles map[string]bool // executions whose streaming text is shown
+	// tail is the transcript's last item as the page shows it (nil when
+	// empty): a new assistant message of the same turn is appended to its
+	// block instead of opening a block of its own.
+	tail *turnView
 }
 
 func (s *Server) stream(w http.ResponseWriter, r *request) error {
@@ -113,6 +117,9 @@ func (s *Server) stream(w http.ResponseWriter, r *request) error {
 			return desk.Errorf(desk.ENOTFOUND, "session %s not found in workspace %s", x.ID, ws.ID)
 		}
 		l.x = x
+		if err := l.findTail(r.Context()); err != nil {
+			return err
+		}
 	}
 	ctx, end, err := s.d.Streams.Begin(r.Request)
 	if err != nil {
@@ -251,8 +258,30 @@ func (l *live) current() string {
 	return l.x.ID
 }
 
-// sync appends the transcript's messages the page does not have yet, and
-// retires the streaming text they replace.
+// findTail reads which transcript item the page ends with: the last one
+// up to the transcript seq the page (or the reconnecting stream) has.
+func (l *live) findTail(ctx context.Context) error {
+	ms, err := l.s.d.Agent.Transcript(ctx, l.x.SurfaceID, l.tseq+1, pageMessages)
+	if err != nil {
+		return err
+	}
+	if ts := turns(l.x.ID, ms, nil); len(ts) > 0 {
+		l.tail = ts[len(ts)-1]
+	}
+	return nil
+}
+
+// stepTarget is where a new step of a turn goes: the end of an assistant
+// block already on the page.
+type stepTarget struct {
+	Block string
+	Step  *msgView
+	Exe   string // live-step-oob: the execution whose text streams
+}
+
+// sync appends the transcript's messages the page does not have yet (an
+// assistant message into its turn's block), and retires the streaming
+// text they replace.
 func (l *live) sync() ([]part, error) {
 	ms, err := l.s.d.Agent.Transcript(l.ctx, l.x.SurfaceID, 0, pageMessages)
 	if err != nil {
@@ -267,19 +296,32 @@ func (l *live) sync() ([]part, error) {
 	if len(fresh) == 0 {
 		return nil, nil
 	}
-	var parts []part
-	for _, m := range fresh {
-		if m.Role == desk.RoleAssistant && l.bubbles[m.ExecutionID] {
-			parts = append(parts, part{"live-remove", m.ExecutionID})
-			delete(l.bubbles, m.ExecutionID)
-		}
-	}
 	arts, err := l.s.d.Artifacts.List(l.ctx, l.x.ID)
 	if err != nil {
 		return nil, err
 	}
+	am := artifactMap(arts)
+	var parts []part
+	for _, m := range fresh {
+		v := message(l.x.ID, m, am)
+		if m.Role != desk.RoleAssistant {
+			l.tail = &turnView{User: v}
+			parts = append(parts, part{"append-turns", []*turnView{l.tail}})
+			continue
+		}
+		if l.bubbles[m.ExecutionID] {
+			parts = append(parts, part{"live-remove", m.ExecutionID})
+			delete(l.bubbles, m.ExecutionID)
+		}
+		if l.tail != nil && l.tail.User == nil && l.tail.Exe == m.ExecutionID {
+			parts = append(parts, part{"append-step", stepTarget{Block: l.tail.ID, Step: v}})
+			continue
+		}
+		l.tail = &turnView{ID: "turn-" + m.ID, Exe: m.ExecutionID, At: m.CreatedAt, Steps: []*msgView{v}}
+		parts = append(parts, part{"append-turns", []*turnView{l.tail}})
+	}
 	l.tseq = fresh[len(fresh)-1].Seq
-	return append(parts, part{"append-messages", messages(l.x.ID, fresh, artifactMap(arts))}), nil
+	return parts, nil
 }
 
 // handle turns one event into fragments.
@@ -300,8 +342,14 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 	switch {
 	case !mine:
 	case typ == "assistant.delta" && orchestrator:
+		opened := !l.bubbles[e.ExecutionID]
 		if err := add(l.bubble(e.ExecutionID)); err != nil {
 			return nil, err
+		}
+		if opened { // the run bar now says the reply is being written
+			if err := add(l.s.regionParts(l.ctx, l.x, regionRun)); err != nil {
+				return nil, err
+			}
 		}
 		var d struct {
 			Text string `json:"text"`
@@ -321,8 +369,21 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 		if err := add(l.sync()); err != nil {
 			return nil, err
 		}
+		if err := add(l.s.regionParts(l.ctx, l.x, regionRun)); err != nil {
+			return nil, err
+		}
+	case typ == "session.updated":
+		x, err := l.s.d.Sessions.Get(l.ctx, l.x.ID)
+		if err != nil {
+			return nil, err
+		}
+		l.x = x
+		parts = append(parts, part{"session-title-oob", x})
 	case strings.HasPrefix(typ, "command.") && orchestrator:
 		if err := add(l.sync()); err != nil {
+			return nil, err
+		}
+		if err := add(l.s.regionParts(l.ctx, l.x, regionRun)); err != nil {
 			return nil, err
 		}
 		var c desk.Command
@@ -380,6 +441,11 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 		}
 		parts = append(parts, part{"sidebar-oob", sb})
 	}
+	for _, p := range parts {
+		if rs, ok := p.data.(*runState); ok && rs.Active != nil {
+			rs.Streaming = l.bubbles[rs.Active.ID]
+		}
+	}
 	return parts, nil
 }
 
@@ -394,7 +460,12 @@ func (l *live) bubble(exe string) ([]part, error) {
 		return nil, err
 	}
 	l.bubbles[exe] = true
-	return append(parts, part{"live-bubble", exe}), nil
+	if l.tail != nil && l.tail.User == nil && l.tail.Exe == exe {
+		return append(parts, part{"live-step-oob", stepTarget{Block: l.tail.ID, Exe: exe}}), nil
+	}
+	// The turn has no block yet: open one holding only the streaming text.
+	l.tail = &turnView{ID: "turn-" + exe, Exe: exe, At: time.Now(), Live: true}
+	return append(parts, part{"append-turns", []*turnView{l.tail}}), nil
 }
 
 // sidebarEvent reports whether an event can change a row of the sidebar:
@@ -402,8 +473,9 @@ func (l *live) bubble(exe string) ([]part, error) {
 func sidebarEvent(typ string) bool {
 	switch typ {
 	case "execution.starting", "execution.ended", "execution.failed", "execution.interrupted",
-		"session.unread", "session.read", "session.updated", "approval.requested", "input.requested":
+		"session.created", "session.unread", "session.read", "session.updated", "approval.requested", "input.requested",
+		"assistant.message":
 		return true
 	}
-	return strings.HasPrefix(typ, "approval.") || strings.HasPrefix(typ, "input.")
+	return strings.HasPrefix(typ, "approval.") || strings.HasPrefix(typ, "input.") || strings.HasPrefix(typ, "plan.")
 }

@@ -23,6 +23,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -213,9 +214,9 @@ func (s *Server) routes() {
 	m.Handle("GET /catalog", s.auth(s.catalogPage))
 	m.Handle("POST /catalog/{ws}/{action}", s.auth(s.catalogAction))
 
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, desk.Errorf(desk.ENOTFOUND, "no page at %s", r.URL.Path))
-	})
+	m.Handle("/", s.auth(func(w http.ResponseWriter, r *request) error {
+		return desk.Errorf(desk.ENOTFOUND, "no page at %s", r.URL.Path)
+	}))
 	s.mux = m
 }
 
@@ -231,6 +232,29 @@ func cacheStatic(h http.Handler) http.Handler {
 // isHTMX reports whether htmx sent the request (it swaps the answer into
 // the page rather than replacing the page).
 func isHTMX(r *http.Request) bool { return r.Header.Get("HX-Request") == "true" }
+
+// failSignedIn answers an error of a signed-in page inside the layout, so
+// the navigation and sign-out stay; fragments and JSON answer as fail does.
+func (s *Server) failSignedIn(w http.ResponseWriter, r *request, err error) {
+	if isHTMX(r.Request) || strings.HasPrefix(r.Header.Get("Accept"), "application/json") ||
+		errors.Is(err, context.Canceled) || httpapi.ClientGone(r.Request, err) {
+		s.fail(w, r.Request, err)
+		return
+	}
+	code := desk.ErrorCode(err)
+	if code == desk.EINTERNAL {
+		s.log.Error("web request failed", desk.LogMethod, r.Method, desk.LogPath, r.URL.Path, desk.LogErr, err)
+	}
+	status := httpapi.StatusOf(code)
+	l, perr := s.page(r, nil, "", strconv.Itoa(status), "error-main",
+		map[string]any{"Message": desk.ErrorMessage(err), "Code": code, "Status": status})
+	if perr != nil {
+		s.fail(w, r.Request, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	s.renderStatus(w, status, "layout", l)
+}
 
 // fail answers an error: a toast for htmx requests (retargeted so it never
 // replaces the content the request aimed at), an error page otherwise.

@@ -3,8 +3,10 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/desk-runtime/desk"
@@ -57,10 +59,13 @@ func (t inspect) Run(ctx context.Context, env *Env, call *Call) (*Result, error)
 	switch a.View {
 	case "groups":
 		out := make([]map[string]any, 0, len(bound))
+		lines := make([]string, 0, len(bound))
 		for _, g := range bound {
 			out = append(out, map[string]any{"id": g.ID, "name": g.Name, "item_count": g.ItemCount})
+			lines = append(lines, fmt.Sprintf("%s  %s  (%d items)", g.ID, g.Name, g.ItemCount))
 		}
-		return &Result{Value: map[string]any{"groups": out}, Facts: map[string]any{"view": "groups", "groups": len(out)}}, nil
+		return &Result{Value: map[string]any{"groups": out}, Facts: map[string]any{"view": "groups", "groups": len(out)},
+			Output: listing("bound groups", lines)}, nil
 	case "group":
 		if !isBound(a.GroupID) {
 			return Fail(CodeNotFound, "group %q is not bound to this session; inspect view groups lists the bound ones", a.GroupID), nil
@@ -71,6 +76,7 @@ func (t inspect) Run(ctx context.Context, env *Env, call *Call) (*Result, error)
 		}
 		page := pageOf(items, a.Offset, a.Limit)
 		out := make([]map[string]any, 0, len(page))
+		lines := make([]string, 0, len(page))
 		for _, it := range page {
 			// What the model saw stays available for the rest of the
 			// turn, even if someone removes it from the group (S-N).
@@ -78,9 +84,11 @@ func (t inspect) Run(ctx context.Context, env *Env, call *Call) (*Result, error)
 				return nil, err
 			}
 			out = append(out, itemSummary(it))
+			lines = append(lines, fmt.Sprintf("%s  %s  %s  %d B", it.ID, it.Name, it.Kind, it.Size))
 		}
 		return &Result{Value: map[string]any{"group_id": a.GroupID, "total": len(items), "offset": a.Offset, "items": out},
-			Facts: map[string]any{"view": "group", "group_id": a.GroupID, "items": len(out), "leased": len(out)}}, nil
+			Facts:  map[string]any{"view": "group", "group_id": a.GroupID, "items": len(out), "leased": len(out)},
+			Output: listing(fmt.Sprintf("items %d-%d of %d in %s", min(a.Offset+1, len(items)), a.Offset+len(page), len(items), a.GroupID), lines)}, nil
 	case "item":
 		it, err := env.Store.GetItem(ctx, a.ItemID)
 		if err != nil || it.WorkspaceID != env.Session.WorkspaceID {
@@ -102,7 +110,14 @@ func (t inspect) Run(ctx context.Context, env *Env, call *Call) (*Result, error)
 			return nil, err
 		}
 		v["text"], v["note"] = text, note
-		return &Result{Value: v, Facts: map[string]any{"view": "item", "item_id": it.ID, "leased": 1}, Output: text}, nil
+		out := text
+		if out == "" {
+			out = fmt.Sprintf("%s  %s  %s  %d B", it.ID, it.Name, it.Kind, it.Size)
+			if note != "" {
+				out += "\n" + note
+			}
+		}
+		return &Result{Value: v, Facts: map[string]any{"view": "item", "item_id": it.ID, "leased": 1}, Output: out}, nil
 	case "artifacts":
 		arts, err := env.Store.ListArtifacts(ctx, env.Session.ID)
 		if err != nil {
@@ -110,11 +125,14 @@ func (t inspect) Run(ctx context.Context, env *Env, call *Call) (*Result, error)
 		}
 		page := pageOf(arts, a.Offset, a.Limit)
 		out := make([]map[string]any, 0, len(page))
+		lines := make([]string, 0, len(page))
 		for _, x := range page {
 			out = append(out, map[string]any{"id": x.ID, "name": x.Name, "path": x.Path, "kind": x.Kind, "size": x.Size, "immutable": x.Immutable})
+			lines = append(lines, fmt.Sprintf("%s  %s  %s  %d B", x.ID, x.Name, x.Kind, x.Size))
 		}
 		return &Result{Value: map[string]any{"total": len(arts), "offset": a.Offset, "artifacts": out},
-			Facts: map[string]any{"view": "artifacts", "artifacts": len(out)}}, nil
+			Facts:  map[string]any{"view": "artifacts", "artifacts": len(out)},
+			Output: listing(fmt.Sprintf("artifacts %d-%d of %d", min(a.Offset+1, len(arts)), a.Offset+len(page), len(arts)), lines)}, nil
 	}
 	return badArg("view", "got %q, want one of groups, group, item, artifacts", a.View), nil
 }
@@ -134,6 +152,16 @@ func itemReachable(ctx context.Context, env *Env, itemID string, bound []*desk.G
 		}
 	}
 	return env.Store.HasLease(ctx, itemID, env.Execution.ID)
+}
+
+// listing is the command record's output of a listing view: what the
+// call looked at, one entry a line, so the transcript's span shows it
+// (the model's JSON result is kept apart, in the record's result).
+func listing(head string, lines []string) string {
+	if len(lines) == 0 {
+		return head + ": none"
+	}
+	return head + ":\n" + strings.Join(lines, "\n")
 }
 
 func pageOf[T any](xs []T, offset, limit int) []T {

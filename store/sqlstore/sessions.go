@@ -42,7 +42,13 @@ func (s *DB) CreateSession(ctx context.Context, x *desk.Session) error {
 		}
 		_, err = s.exec(ctx, tx, `INSERT INTO surfaces (id, session_id, workspace_id, kind, title, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			x.SurfaceID, x.ID, x.WorkspaceID, desk.SurfaceOrchestrator, "", micros(x.CreatedAt))
-		return s.conflict(err, "surface "+x.SurfaceID+" already exists")
+		if err != nil {
+			return s.conflict(err, "surface "+x.SurfaceID+" already exists")
+		}
+		// Every open sidebar of the workspace learns of the new session
+		// (created from the CLI, the API or another tab) from this event.
+		return s.emit(ctx, tx, x.CreatedAt, event{typ: "session.created", workspace: x.WorkspaceID, session: x.ID,
+			data: map[string]any{"title": x.Title}})
 	})
 }
 

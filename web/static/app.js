@@ -27,7 +27,7 @@
   }
   function dedupe() {
     var seen = {};
-    $all("#transcript > .msg[id]").forEach(function (m) {
+    $all("#transcript > .msg[id], #transcript .step[id]").forEach(function (m) {
       if (seen[m.id]) m.remove(); else seen[m.id] = true;
     });
   }
@@ -220,9 +220,47 @@
       toastTimer = setTimeout(function () { var t = $("#toast"); if (t) t.innerHTML = ""; }, 8000);
     }
   });
+  // ---- The connection indicator: shown while the page's event stream is
+  // down (desk restarting, the network gone), cleared with every trace of
+  // the outage once the stream is back.
+  var conn = $("#conn");
+  function connection(ok) {
+    if (conn) conn.dataset.state = ok ? "ok" : "lost";
+    if (ok) $all("#toast .toast-msg[data-conn]").forEach(function (m) { m.remove(); });
+  }
   document.addEventListener("htmx:sendError", function () {
+    connection(false);
     var t = $("#toast");
-    if (t) t.innerHTML = '<div class="toast-msg"><span>desk did not answer; is it still running?</span></div>';
+    if (t) t.innerHTML = '<div class="toast-msg" data-conn="1"><span>desk did not answer; your last action was not done. Try again once it is back.</span></div>';
+    // Without an event stream on the page, find out by asking.
+    if (!$("[sse-connect]")) probe();
+  });
+  var probing = null;
+  function probe() {
+    if (probing) return;
+    probing = setInterval(function () {
+      fetch("/nav/unread", { credentials: "same-origin" }).then(function (r) {
+        if (r.status < 500) { clearInterval(probing); probing = null; connection(true); }
+      }, function () { /* still down */ });
+    }, 2000);
+  }
+  document.addEventListener("htmx:sseError", function (e) { if (e.target && e.target.id === "sse-sink") connection(false); });
+  document.addEventListener("htmx:sseOpen", function (e) { if (e.target && e.target.id === "sse-sink") connection(true); });
+  // A reconnect resumes after the last event the page applied: the stream
+  // URL is kept up to date, since a new EventSource sends no Last-Event-ID.
+  document.addEventListener("htmx:sseMessage", function (e) {
+    var sink = e.target;
+    if (!sink || sink.id !== "sse-sink" || !e.detail || !e.detail.lastEventId) return;
+    var ids = String(e.detail.lastEventId).split("-");
+    var u = new URL(sink.getAttribute("sse-connect"), location.href);
+    u.searchParams.set("after", ids[0]);
+    if (ids[1]) u.searchParams.set("tseq", ids[1]);
+    sink.setAttribute("sse-connect", u.pathname + u.search);
+  });
+  // The page title follows the session's title (renamed anywhere).
+  document.addEventListener("htmx:oobAfterSwap", function (e) {
+    var t = e.detail && e.detail.target;
+    if (t && t.id === "ses-title") document.title = t.textContent + " · desk";
   });
 
   // The Archived group remembers whether it was open.
