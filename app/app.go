@@ -35,6 +35,10 @@ import (
 	"github.com/desk-runtime/desk/mcpserver"
 	"github.com/desk-runtime/desk/oplog"
 	"github.com/desk-runtime/desk/runtimehost"
+	"github.com/desk-runtime/desk/runtimehost/acp"
+	"github.com/desk-runtime/desk/runtimehost/claude"
+	"github.com/desk-runtime/desk/runtimehost/codex"
+	"github.com/desk-runtime/desk/runtimehost/wire"
 	"github.com/desk-runtime/desk/selection"
 	"github.com/desk-runtime/desk/session"
 	"github.com/desk-runtime/desk/store/postgres"
@@ -327,6 +331,15 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	// runtime's protocol (Config.Transports).
 	ho := cfg.Runtime
 	ho.Store, ho.Home, ho.Archive, ho.Logger = store, home, a.Archive, a.Logger.With("component", "runtimehost")
+	if ho.Transports == nil {
+		// The three protocols desk speaks; the host picks by the
+		// registered runtime's protocol, never by its name.
+		ho.Transports = map[wire.Protocol]wire.Transport{
+			wire.ACP:              acp.Transport{},
+			wire.CodexAppServer:   codex.Transport{},
+			wire.ClaudeStreamJSON: claude.Transport{},
+		}
+	}
 	if ho.Spawner == nil {
 		if _, err := sandbox.Detect(); err == nil {
 			if p, err := exec.LookPath("bwrap"); err == nil {
