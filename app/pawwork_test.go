@@ -1214,7 +1214,8 @@ func TestS_R_NoTaskObjectPerMessage(t *testing.T) {
 	}
 
 	all := []string{"acquire", "apply_patch", "artifacts", "clarify", "delete_file", "edit_file", "exec_command", "inspect", "list_extensions", "list_files",
-		"load_extension", "read_file", "request_user_input", "write_file"}
+		"load_extension", "read_file", "request_user_input", "thread_episodes", "thread_followup", "thread_list", "thread_request_report", "thread_start",
+		"write_file", "write_stdin"}
 	for i, c := range []agent.ContextView{ctx1, ctx2, ctx3} {
 		if !slices.Equal(c.Tools, all) {
 			t.Fatalf("tools offered before message %d = %v; want %v", i+2, c.Tools, all)

@@ -38,6 +38,7 @@ var paramDocs = map[string]string{
 	"inp":  "input request id (inp_…)",
 	"pln":  "plan id (pln_…)",
 	"name": "runtime name",
+	"msg":  "message id (msg_…)",
 }
 
 // OpenAPI builds the OpenAPI 3.1 document of every route in the table.

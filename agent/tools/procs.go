@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -194,6 +195,17 @@ func (p *Procs) forget(id int) {
 func (s *proc) wait(ctx context.Context, yield time.Duration, out func(string, []byte)) {
 	s.mu.Lock()
 	s.sink = out
+	// What arrived while no call waited (the buffers hold only output
+	// since the last report) streams now, so the tool.output events carry
+	// all of it, as the records do.
+	if out != nil {
+		if len(s.stdout.b) > 0 {
+			out(sandbox.StreamStdout, slices.Clone(s.stdout.b))
+		}
+		if len(s.stderr.b) > 0 {
+			out(sandbox.StreamStderr, slices.Clone(s.stderr.b))
+		}
+	}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()

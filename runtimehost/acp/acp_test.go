@@ -53,8 +53,8 @@ func newEnv(t *testing.T, replies ...strict.Reply) *env {
 	e := &env{t: t, bin: codexACP(t), home: t.TempDir(), cwd: t.TempDir(), srv: strict.NewResponses(t, replies...)}
 	cfg := fmt.Sprintf(`model = "gpt-5-codex"
 model_provider = "scripted"
-approval_policy = "untrusted"
-sandbox_mode = "workspace-write"
+approval_policy = "on-request"
+sandbox_mode = "read-only"
 
 [model_providers.scripted]
 name = "scripted"
