@@ -41,7 +41,9 @@ func TestBrowserPreviews(t *testing.T) {
 	open := func(kind string) {
 		t.Helper()
 		tb.do("open the "+kind, chromedp.Click(chromedp.CSS(`.art[data-kind="`+kind+`"] .art-open`)))
-		tb.wait("the "+kind+" preview", `document.querySelector("#preview .preview-inner") && document.querySelector("#preview .preview-inner").closest("#preview").querySelector(".preview-head h3").textContent.length > 0 && [...document.querySelectorAll(".art")].some(a => a.dataset.kind === `+jsString(kind)+`)`)
+		// The pane holds this artifact's preview, not the one before it.
+		tb.wait("the "+kind+" preview", `(() => { const p = document.querySelector("#preview .preview-inner"), a = document.querySelector(`+jsString(`.art[data-kind="`+kind+`"]`)+`);
+			return p && a && "art-" + p.dataset.artifact === a.id; })()`)
 	}
 
 	// The PDF: pdf.js draws page 1 (non-blank pixels), then page 2.
