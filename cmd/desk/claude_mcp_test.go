@@ -21,20 +21,11 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent/provider/strict"
+	"github.com/desk-runtime/desk/internal/npmbin"
 )
 
-// claudeBinary is the pinned Claude Code binary, or a skip.
 func claudeBinary(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("DESK_NPM_BIN")
-	if dir == "" {
-		t.Skip("DESK_NPM_BIN is not set: the real Claude Code is not installed (.ci/run installs it)")
-	}
-	bin := filepath.Join(dir, "claude")
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("Claude Code is not installed at %s: %v", bin, err)
-	}
-	return bin
+	return npmbin.Find(t, "claude", "Claude Code (@anthropic-ai/claude-code)")
 }
 
 // claudeEnv is an offline environment for Claude Code: its own home and

@@ -20,22 +20,13 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk/agent/provider/strict"
+	"github.com/desk-runtime/desk/internal/npmbin"
 	"github.com/desk-runtime/desk/runtimehost/acp"
 	"github.com/desk-runtime/desk/runtimehost/wire"
 )
 
-// codexACP finds the codex-acp binary, or skips.
 func codexACP(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("DESK_NPM_BIN")
-	if dir == "" {
-		t.Skip("DESK_NPM_BIN is not set: the real codex-acp (@zed-industries/codex-acp) is needed for this test")
-	}
-	bin := filepath.Join(dir, "codex-acp")
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("codex-acp is not installed in DESK_NPM_BIN=%s", dir)
-	}
-	return bin
+	return npmbin.Find(t, "codex-acp", "codex-acp (@zed-industries/codex-acp)")
 }
 
 // env is one runtime's durable state: CODEX_HOME with the provider

@@ -19,21 +19,13 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk/agent/provider/strict"
+	"github.com/desk-runtime/desk/internal/npmbin"
 	"github.com/desk-runtime/desk/runtimehost/claude"
 	"github.com/desk-runtime/desk/runtimehost/wire"
 )
 
 func claudeBinary(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("DESK_NPM_BIN")
-	if dir == "" {
-		t.Skip("DESK_NPM_BIN is not set: the real Claude Code is not installed (.ci/run installs it)")
-	}
-	bin := filepath.Join(dir, "claude")
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("Claude Code is not installed at %s: %v", bin, err)
-	}
-	return bin
+	return npmbin.Find(t, "claude", "Claude Code (@anthropic-ai/claude-code)")
 }
 
 // home is one durable Claude Code state directory (its conversations

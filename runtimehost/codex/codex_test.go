@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk/agent/provider/strict"
+	"github.com/desk-runtime/desk/internal/npmbin"
 	"github.com/desk-runtime/desk/runtimehost/codex"
 	"github.com/desk-runtime/desk/runtimehost/wire"
 )
@@ -41,17 +42,7 @@ func (r *recorder) Permission(ctx context.Context, req wire.PermissionRequest) (
 	return wire.PermissionAnswer{OptionID: r.answer}, nil
 }
 
-func codexBin(t *testing.T) string {
-	dir := os.Getenv("DESK_NPM_BIN")
-	if dir == "" {
-		t.Skip("DESK_NPM_BIN is unset: the real codex binary is needed")
-	}
-	bin := filepath.Join(dir, "codex")
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("no codex binary at %s", bin)
-	}
-	return bin
-}
+func codexBin(t *testing.T) string { return npmbin.Find(t, "codex", "Codex (@openai/codex)") }
 
 // start runs codex app-server against srv with home as CODEX_HOME and
 // attaches the transport.
