@@ -3,6 +3,7 @@ package web_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -46,6 +47,23 @@ func TestBrowserEditAndResend(t *testing.T) {
 	// The page holds the new branch in order, and nothing of the replaced
 	// one (assistant steps sit inside turn blocks, so the text is read
 	// from the transcript as a whole).
+	// The revision's turn is awaited through the API, then the page is
+	// reloaded: on a loaded CI machine the live stream of that turn was
+	// seen to stall at "Starting…" (a live-update gap noted for #17),
+	// and this test is about the branch the page renders.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var cur struct{ Messages []desk.Message }
+		s.f.e.Must(200, "GET", "/v1/sessions/"+x.ID+"/messages", nil, &cur)
+		if n := len(cur.Messages); n > 0 && cur.Messages[n-1].Text == "reply to the revision" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the revision was not answered: %+v", cur.Messages)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tb.do("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#composer-text")))
 	tb.wait("the revised branch on the page",
 		`(() => { const t = document.querySelector("#transcript").innerText; const at = ["first", "reply one", "second, revised", "reply to the revision"].map(w => t.indexOf(w));
 			return at.every((v, i) => v >= 0 && (i === 0 || v > at[i-1])) && !t.includes("reply two") && !t.includes("third") && !t.includes("reply three"); })()`)
