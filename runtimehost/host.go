@@ -157,6 +157,7 @@ func (c *child) stop() {
 		c.proc.Kill()
 	})
 	<-c.exited
+	c.proc.Close()
 }
 
 // why describes how the child ended, with the end of its stderr.
@@ -314,6 +315,7 @@ func (h *Host) acquire(ctx context.Context, rt *desk.Runtime, tr wire.Transport,
 		select {
 		case <-c.exited:
 			delete(h.children, x.ID)
+			go c.stop() // frees its pipes; it is already gone
 		default:
 			c.busy = true
 			c.idle.Stop()
@@ -423,6 +425,7 @@ func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w
 		proc.Stdin.Close()
 		proc.Kill()
 		<-c.exited
+		proc.Close()
 		return nil, fmt.Errorf("runtime %s: %v; %s", rt.Name, err, c.why())
 	}
 	c.conn = conn

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"sort"
 	"sync"
@@ -30,16 +31,32 @@ type SpawnSpec struct {
 	Network bool
 }
 
-// Process is a spawned child.
+// Process is a spawned child. Its output pipes are desk's own, not
+// exec.Cmd's: Cmd.Wait closes the pipes it made, so a reader racing the
+// child's exit would lose what it printed last (its dying words on
+// stderr). Here they stay readable to EOF after Wait; Close frees them.
 type Process struct {
-	Stdin  io.WriteCloser
-	Stdout io.Reader
-	Stderr io.Reader
-	cmd    *exec.Cmd
-	kill   func() error
-	once   sync.Once
-	done   chan struct{}
-	err    error
+	Stdin     io.WriteCloser
+	Stdout    io.Reader
+	Stderr    io.Reader
+	cmd       *exec.Cmd
+	kill      func() error
+	once      sync.Once
+	done      chan struct{}
+	err       error
+	readers   []*os.File
+	closeOnce sync.Once
+}
+
+// Close closes the output pipes' read ends (idempotent). Call it when
+// whoever reads them is done, after the child is gone.
+func (p *Process) Close() error {
+	p.closeOnce.Do(func() {
+		for _, r := range p.readers {
+			r.Close()
+		}
+	})
+	return nil
 }
 
 // Wait waits for the child to exit (any number of callers).
@@ -101,18 +118,31 @@ func start(cmd *exec.Cmd) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
+	out, outW, err := os.Pipe()
 	if err != nil {
+		in.Close()
 		return nil, err
 	}
-	errp, err := cmd.StderrPipe()
+	errp, errW, err := os.Pipe()
 	if err != nil {
+		in.Close()
+		out.Close()
+		outW.Close()
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout, cmd.Stderr = outW, errW
+	err = cmd.Start()
+	// The child holds its own copies of the write ends; desk's must go so
+	// the readers see EOF when the child (and its group) is gone.
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		in.Close()
+		out.Close()
+		errp.Close()
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
-	return &Process{Stdin: in, Stdout: out, Stderr: errp, cmd: cmd, done: make(chan struct{})}, nil
+	return &Process{Stdin: in, Stdout: out, Stderr: errp, cmd: cmd, done: make(chan struct{}), readers: []*os.File{out, errp}}, nil
 }
 
 // under reports whether guest path p is g or inside it, and the rest.
