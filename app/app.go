@@ -331,6 +331,12 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	// runtime's protocol (Config.Transports).
 	ho := cfg.Runtime
 	ho.Store, ho.Home, ho.Archive, ho.Logger = store, home, a.Archive, a.Logger.With("component", "runtimehost")
+	// An ACP agent's fs/* writes artifacts like the file tools, and its
+	// terminals run in the same sandbox as exec_command.
+	ho.Paths = a.Artifacts
+	if ho.Commands == nil {
+		ho.Commands = ao.Sandbox
+	}
 	if ho.Transports == nil {
 		// The three protocols desk speaks; the host picks by the
 		// registered runtime's protocol, never by its name.

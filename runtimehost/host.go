@@ -26,6 +26,7 @@ import (
 	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/archive"
 	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/fsjail"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/runtimehost/wire"
 	"github.com/desk-runtime/desk/session"
@@ -57,6 +58,12 @@ type Options struct {
 	// full-access workspaces able to run a runtime.
 	Spawner sandbox.Spawner
 	Direct  sandbox.Spawner
+	// Commands runs the terminals an ACP agent asks for (client.go) in
+	// the session's sandbox; nil: none outside full-access workspaces.
+	Commands sandbox.Runner
+	// Paths writes the files an agent writes under /artifacts as
+	// artifacts (client.go).
+	Paths   desk.ArtifactPaths
 	Archive *archive.Archive
 	Logger  *slog.Logger
 	// LookupEnv reads the values of a runtime's passed-through variables
@@ -141,6 +148,7 @@ type child struct {
 	runtime   string
 	proc      *sandbox.Process
 	conn      wire.Conn
+	client    *guestClient
 	native    string
 	stderr    *tail
 	exited    chan struct{} // closed when the process is gone
@@ -158,6 +166,7 @@ func (c *child) stop() {
 	})
 	<-c.exited
 	c.proc.Close()
+	c.client.close()
 }
 
 // why describes how the child ended, with the end of its stderr.
@@ -237,6 +246,8 @@ func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 	if err := t.Started(); err != nil {
 		return nil, err
 	}
+	c.client.begin(t)
+	defer c.client.end()
 	s := &sink{h: h, t: t, c: c, settings: settings}
 	type result struct {
 		res wire.Result
@@ -371,14 +382,20 @@ func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w
 	if err != nil {
 		return nil, err
 	}
+	jail, err := fsjail.New(fm)
+	if err != nil {
+		return nil, err
+	}
 	sp, guestHome := h.o.Spawner, GuestState
 	direct := st.ApprovalMode == desk.ApprovalModeFullAccess
 	if direct {
 		sp, guestHome = h.o.Direct, state
 	}
 	if sp == nil {
+		jail.Close()
 		return nil, desk.Errorf(desk.EUNAVAILABLE, "no sandbox is available on this desk (install bubblewrap); runtime %s runs only in full-access workspaces without one", rt.Name)
 	}
+	client := h.newClient(x, st, jail, mounts, direct)
 	mounts = append(mounts, sandbox.Mount{Guest: GuestState, Host: state, Writable: true})
 	env := map[string]string{"HOME": guestHome, "CODEX_HOME": guestHome + "/codex", "CLAUDE_CONFIG_DIR": guestHome + "/claude", "TERM": "dumb"}
 	for _, name := range rt.Env {
@@ -389,9 +406,10 @@ func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w
 	argv := append(append([]string{}, rt.Argv...), tr.Args(x.NativeID)...)
 	proc, err := sp.Spawn(ctx, sandbox.SpawnSpec{Mounts: mounts, Cwd: guestCwd, Argv: argv, ReadOnly: installRoot(rt.Argv[0]), Env: env, Network: st.Network})
 	if err != nil {
+		client.close()
 		return nil, fmt.Errorf("start runtime %s: %w", rt.Name, err)
 	}
-	c := &child{sessionID: x.ID, runtime: rt.Name, proc: proc, native: x.NativeID, stderr: &tail{}, exited: make(chan struct{})}
+	c := &child{sessionID: x.ID, runtime: rt.Name, proc: proc, client: client, native: x.NativeID, stderr: &tail{}, exited: make(chan struct{})}
 	log := h.o.Logger.With("runtime", rt.Name, "session", x.ID)
 	c.idle = time.AfterFunc(time.Hour, func() {
 		h.mu.Lock()
@@ -420,12 +438,13 @@ func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w
 		<-stderrDone
 		close(c.exited)
 	}()
-	conn, err := tr.Attach(ctx, wire.Stdio{Stdin: proc.Stdin, Stdout: proc.Stdout}, wire.Options{Cwd: guestCwd, Log: log})
+	conn, err := tr.Attach(ctx, wire.Stdio{Stdin: proc.Stdin, Stdout: proc.Stdout}, wire.Options{Cwd: guestCwd, Client: client, Log: log})
 	if err != nil {
 		proc.Stdin.Close()
 		proc.Kill()
 		<-c.exited
 		proc.Close()
+		client.close()
 		return nil, fmt.Errorf("runtime %s: %v; %s", rt.Name, err, c.why())
 	}
 	c.conn = conn

@@ -125,7 +125,14 @@ func (c *conn) Prompt(ctx context.Context, text string, sink wire.Sink) (wire.Re
 		endTurn()
 		c.mu.Lock()
 		c.sink, c.turnCtx = nil, nil
+		// A terminal lives for the turn that created it: the host kills
+		// them at the turn's end, and their ids are forgotten here.
+		terms := c.terms
+		c.terms = map[string]wire.Terminal{}
 		c.mu.Unlock()
+		for _, t := range terms {
+			_ = t.Release()
+		}
 	}()
 	res, err := c.rpc.Prompt(ctx, sdk.PromptRequest{SessionId: ses, Prompt: []sdk.ContentBlock{sdk.TextBlock(text)}})
 	if err != nil {
@@ -319,6 +326,24 @@ func (c *conn) client() (wire.Client, error) {
 	return c.opts.Client, nil
 }
 
+// clientErr is desk's refusal of an fs/* or terminal/* request as the
+// agent sees it: a path that does not exist is ACP's "resource not
+// found" (-32002), a request desk refuses (outside the write boundary,
+// not a text file, too large) invalid params (-32602) with desk's reason,
+// anything else an internal error.
+func clientErr(err error) error {
+	data := map[string]any{"error": err.Error()}
+	switch {
+	case errors.Is(err, wire.ErrNotFound):
+		return &sdk.RequestError{Code: -32002, Message: "Resource not found", Data: data}
+	case errors.Is(err, wire.ErrRefused):
+		return sdk.NewInvalidParams(data)
+	case errors.Is(err, context.Canceled):
+		return sdk.NewRequestCancelled(data)
+	}
+	return sdk.NewInternalError(data)
+}
+
 func (c *conn) ReadTextFile(ctx context.Context, p sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
 	cl, err := c.client()
 	if err != nil {
@@ -333,7 +358,7 @@ func (c *conn) ReadTextFile(ctx context.Context, p sdk.ReadTextFileRequest) (sdk
 	}
 	s, err := cl.ReadTextFile(ctx, p.Path, line, limit)
 	if err != nil {
-		return sdk.ReadTextFileResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
+		return sdk.ReadTextFileResponse{}, clientErr(err)
 	}
 	return sdk.ReadTextFileResponse{Content: s}, nil
 }
@@ -344,7 +369,7 @@ func (c *conn) WriteTextFile(ctx context.Context, p sdk.WriteTextFileRequest) (s
 		return sdk.WriteTextFileResponse{}, err
 	}
 	if err := cl.WriteTextFile(ctx, p.Path, p.Content); err != nil {
-		return sdk.WriteTextFileResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
+		return sdk.WriteTextFileResponse{}, clientErr(err)
 	}
 	return sdk.WriteTextFileResponse{}, nil
 }
@@ -366,7 +391,7 @@ func (c *conn) CreateTerminal(ctx context.Context, p sdk.CreateTerminalRequest) 
 	}
 	t, err := cl.Terminal(ctx, req)
 	if err != nil {
-		return sdk.CreateTerminalResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
+		return sdk.CreateTerminalResponse{}, clientErr(err)
 	}
 	c.mu.Lock()
 	c.nterm++
@@ -417,7 +442,7 @@ func (c *conn) WaitForTerminalExit(ctx context.Context, p sdk.WaitForTerminalExi
 	}
 	e, err := t.Wait(ctx)
 	if err != nil {
-		return sdk.WaitForTerminalExitResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
+		return sdk.WaitForTerminalExitResponse{}, clientErr(err)
 	}
 	s := exitStatus(e)
 	return sdk.WaitForTerminalExitResponse{ExitCode: s.ExitCode, Signal: s.Signal}, nil
@@ -429,7 +454,7 @@ func (c *conn) KillTerminal(_ context.Context, p sdk.KillTerminalRequest) (sdk.K
 		return sdk.KillTerminalResponse{}, err
 	}
 	if err := t.Kill(); err != nil {
-		return sdk.KillTerminalResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
+		return sdk.KillTerminalResponse{}, clientErr(err)
 	}
 	return sdk.KillTerminalResponse{}, nil
 }
@@ -443,7 +468,7 @@ func (c *conn) ReleaseTerminal(_ context.Context, p sdk.ReleaseTerminalRequest) 
 	delete(c.terms, p.TerminalId)
 	c.mu.Unlock()
 	if err := t.Release(); err != nil {
-		return sdk.ReleaseTerminalResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
+		return sdk.ReleaseTerminalResponse{}, clientErr(err)
 	}
 	return sdk.ReleaseTerminalResponse{}, nil
 }

@@ -233,3 +233,12 @@ type ExitStatus struct {
 // (not supported, conversation gone): the host fails the turn with
 // guidance and never starts a fresh conversation in its place.
 var ErrCannotLoad = errors.New("the runtime cannot reopen this session's conversation")
+
+// Errors a Client wraps so that a transport can answer the agent with the
+// protocol's own error: a path that does not exist, and a request desk
+// refuses (outside the write boundary, not a text file, too large, a bad
+// argument). Anything else is a failure of the machine.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrRefused  = errors.New("refused")
+)
