@@ -218,7 +218,7 @@ func sandboxedHost(t *testing.T, f *fixture) *runtimehost.Host {
 	return runtimehost.New(runtimehost.Options{Store: f.store, Home: f.home, CancelGrace: time.Second,
 		Transports: map[wire.Protocol]wire.Transport{wire.ACP: acp.Transport{}},
 		Spawner:    sandbox.BubblewrapSpawner(bwrap), Commands: runner,
-		Paths:      session.NewArtifacts(f.store, f.home, session.ArtifactOptions{}),
+		Paths: session.NewArtifacts(f.store, f.home, session.ArtifactOptions{}),
 		LookupEnv: func(k string) (string, bool) {
 			if k == "DESK_TEST_ACP_AGENT" {
 				return "1", true
