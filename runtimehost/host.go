@@ -404,7 +404,8 @@ func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w
 		}
 	}
 	argv := append(append([]string{}, rt.Argv...), tr.Args(x.NativeID)...)
-	proc, err := sp.Spawn(ctx, sandbox.SpawnSpec{Mounts: mounts, Cwd: guestCwd, Argv: argv, ReadOnly: installRoot(rt.Argv[0]), Env: env, Network: st.Network})
+	proc, err := sp.Spawn(ctx, sandbox.SpawnSpec{Mounts: mounts, Cwd: guestCwd, Argv: argv, ReadOnly: installRoot(rt.Argv[0]), Env: env, Network: st.Network,
+		Limits: sandbox.Limits(st.Sandbox)})
 	if err != nil {
 		client.close()
 		return nil, fmt.Errorf("start runtime %s: %w", rt.Name, err)

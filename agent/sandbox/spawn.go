@@ -29,6 +29,10 @@ type SpawnSpec struct {
 	// host's is never inherited.
 	Env     map[string]string
 	Network bool
+	// Limits bound the child as a command's bound a command, where they
+	// make sense for a long-lived process (BubblewrapSpawner says which);
+	// zero fields take DefaultLimits. Direct enforces none.
+	Limits Limits
 }
 
 // Process is a spawned child. Its output pipes are desk's own, not
@@ -46,6 +50,9 @@ type Process struct {
 	err       error
 	readers   []*os.File
 	closeOnce sync.Once
+	// exited, when set, runs once the child was reaped and before Wait
+	// returns: the sandbox frees what it held for the child's life.
+	exited func()
 }
 
 // Close closes the output pipes' read ends (idempotent). Call it when
@@ -62,7 +69,13 @@ func (p *Process) Close() error {
 // Wait waits for the child to exit (any number of callers).
 func (p *Process) Wait() error {
 	p.once.Do(func() {
-		go func() { p.err = p.cmd.Wait(); close(p.done) }()
+		go func() {
+			p.err = p.cmd.Wait()
+			if p.exited != nil {
+				p.exited()
+			}
+			close(p.done)
+		}()
 	})
 	<-p.done
 	return p.err
