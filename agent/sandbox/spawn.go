@@ -25,7 +25,8 @@ type SpawnSpec struct {
 	// ReadOnly are host paths bound read-only at the same path (the
 	// program's installation: a Node package needs its whole tree).
 	ReadOnly []string
-	// Env is the child's whole environment besides PATH and LANG; the
+	// Env is the child's whole environment besides PATH and LANG (and, in
+	// the sandbox, HOME=/tmp and TERM=dumb unless Env sets them); the
 	// host's is never inherited.
 	Env     map[string]string
 	Network bool
