@@ -153,8 +153,9 @@ func activeScenarios(t *testing.T, bin string) []string {
 	}
 	var all []string
 	for _, line := range strings.Split(string(out), "\n") {
-		if s, ok := strings.CutPrefix(strings.TrimSpace(line), "- "); ok {
-			all = append(all, s)
+		// "- name" (0.1.13) or "- name [spec versions]" (0.1.16).
+		if s, ok := strings.CutPrefix(strings.TrimSpace(line), "- "); ok && len(strings.Fields(s)) > 0 {
+			all = append(all, strings.Fields(s)[0])
 		}
 	}
 	if len(all) == 0 {
