@@ -181,7 +181,14 @@ func runCommand(ctx context.Context, env *Env, call *Call, command, guestCwd str
 	if bad != nil || err != nil {
 		return bad, err
 	}
-	cwd, direct := cr.spec.Cwd, cr.direct
+	return runPrepared(ctx, env, call, cr)
+}
+
+// runPrepared runs a prepared command to its end: exec_command's and
+// execute_typescript's one path through the sandbox, its limits, its
+// denials and its output caps.
+func runPrepared(ctx context.Context, env *Env, call *Call, cr *commandRun) (*Result, error) {
+	command, cwd, direct := cr.spec.Command, cr.spec.Cwd, cr.direct
 	before, err := artifactFiles(env)
 	if err != nil {
 		return nil, err
