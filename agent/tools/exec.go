@@ -124,7 +124,9 @@ func prepareCommand(env *Env, command, guestCwd string, timeout time.Duration) (
 		r, err := fsResult(err, guestCwd)
 		return nil, r, err
 	}
-	mounts, err := sandbox.FromJail(env.Jail.Mounts())
+	// A session bound to a worktree also gets its checkout's .git, where
+	// the worktree's git directory is (session.GitMounts).
+	mounts, err := sandbox.FromJail(append(env.Jail.Mounts(), session.GitMounts(env.Home, env.Session)...))
 	if err != nil {
 		return nil, nil, err
 	}
