@@ -66,6 +66,11 @@ func testWorktreeBinding(t *testing.T, mode string) {
 	if b.Worktree != "feature-x" || b.Git == nil || b.Git.Branch != "feature-x" || b.Git.Worktree != "feature-x" {
 		t.Fatalf("bound: %+v %+v", b, b.Git)
 	}
+	// The web UI's session header shows it.
+	page := w.Req("GET", "/w/"+w.ws.ID+"/s/"+x.ID, "", nil, "Cookie", "desk_token="+w.Token)
+	if page.Status != 200 || !strings.Contains(string(page.Body), "worktree feature-x · feature-x</span>") {
+		t.Fatalf("session page: %d, worktree badge missing", page.Status)
+	}
 	wt := w.App.Home.Abs(w.ws.ID, layout.WorktreeRel("feature-x"))
 	if _, err := os.Stat(filepath.Join(wt, "README.md")); err != nil {
 		t.Fatalf("the worktree was not checked out: %v", err)
