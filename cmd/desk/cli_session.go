@@ -130,6 +130,19 @@ session takes its script from --script FILE ("-" for stdin): {"steps":[…]}.`,
 		},
 	}
 
+	worktree := &cobra.Command{
+		Use:   "worktree <ses> [<name>]",
+		Short: "Bind a session to a git worktree of the checkout (made with git worktree add when missing); without a name, back to the checkout",
+		Args:  usageArgs(cobra.RangeArgs(1, 2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			name, verb := "", "unbound session"
+			if len(a) == 2 {
+				name, verb = a[1], "bound session"
+			}
+			return patchSession(cmd, g, a[0], client.SessionPatch{Worktree: &name}, verb)
+		},
+	}
+
 	flag := func(use, short, verb string, p func() client.SessionPatch) *cobra.Command {
 		return &cobra.Command{
 			Use:   use + " <ses>",
@@ -194,7 +207,7 @@ session takes its script from --script FILE ("-" for stdin): {"steps":[…]}.`,
 		},
 	}
 
-	cmd.AddCommand(create, list, show, rename,
+	cmd.AddCommand(create, list, show, rename, worktree,
 		flag("pin", "Pin a session", "pinned session", func() client.SessionPatch { return client.SessionPatch{Pinned: ptr(true)} }),
 		flag("unpin", "Unpin a session", "unpinned session", func() client.SessionPatch { return client.SessionPatch{Pinned: ptr(false)} }),
 		flag("archive", "Archive a session (hidden from session list by default)", "archived session", func() client.SessionPatch { return client.SessionPatch{Archived: ptr(true)} }),
@@ -229,6 +242,12 @@ func printSession(cmd *cobra.Command, g *globals, s *desk.Session, verb string) 
 		}
 		if f := sessionFlags(s); f != "-" {
 			fmt.Fprintf(o, " [%s]", f)
+		}
+		if s.Git != nil && s.Git.Worktree != "" {
+			fmt.Fprintf(o, " worktree %s", s.Git.Worktree)
+		}
+		if s.Git != nil && s.Git.Branch != "" {
+			fmt.Fprintf(o, " on %s", s.Git.Branch)
 		}
 		fmt.Fprintln(o)
 	})
