@@ -117,6 +117,13 @@ session takes its script from --script FILE ("-" for stdin): {"steps":[…]}.`,
 					"title", orDash(s.Title), "pinned", yesNo(s.Pinned), "archived", yesNo(s.Archived),
 					"unread", yesNo(s.Unread), "lifecycle", s.Lifecycle,
 					"created", fmtTime(s.CreatedAt), "updated", fmtTime(s.UpdatedAt))
+				if s.Git != nil {
+					head := s.Git.Branch
+					if s.Git.Detached {
+						head = "detached at " + s.Git.Commit
+					}
+					fields(o, "worktree", orDash(s.Git.Worktree), "branch", head)
+				}
 			})
 		},
 	}

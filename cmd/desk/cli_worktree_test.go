@@ -35,6 +35,9 @@ func TestCLIWorktree(t *testing.T) {
 	if out := c.ok("session", "worktree", s.ID, "feature"); !strings.Contains(out, "bound session "+s.ID) || !strings.Contains(out, "worktree feature on feature") {
 		t.Fatalf("bind: %q", out)
 	}
+	if out := c.ok("session", "show", s.ID); !strings.Contains(out, "feature") || !strings.Contains(out, "branch") {
+		t.Fatalf("show: %q", out)
+	}
 	c.fail(exitInvalid, "session", "worktree", s.ID, "../x")
 	var back desk.Session
 	c.json(&back, "session", "worktree", s.ID)
