@@ -207,3 +207,25 @@ func absentReason(v any, name string) string {
 	}
 	return ""
 }
+
+// TestTypeScriptFullAccess: in a full-access workspace the snippet runs
+// on the host without a gate or a sandbox (said so in its result), after
+// the same typecheck.
+func TestTypeScriptFullAccess(t *testing.T) {
+	w := tsWorld(t)
+	w.settings(map[string]any{"approval_mode": "full-access"})
+	code := "const proc: any = (globalThis as any).process;\nconsole.log(proc.cwd() === proc.env.DESK_SCRATCH, proc.env.DESK_SESSION_ID);\n"
+	x := w.script(calls(snippet(code)), calls(snippet("let s: string = 1;")), says("done"))
+	oneTerminal(t, w.settled(w.send(x.ID, "go").ExecutionID), desk.PhaseEnded)
+	cs := w.commands(x.ID)
+	v := w.resultOf(x, cs[0])
+	if cs[0].Status != desk.CommandSucceeded || v["stdout"] != "true "+x.ID+"\n" || v["sandboxed"] != false {
+		t.Fatalf("full-access run: %s %v", cs[0].Status, v)
+	}
+	if v := w.resultOf(x, cs[1]); errCode(v) != "TYPECHECK_FAILED" || cs[1].Status != desk.CommandFailed {
+		t.Fatalf("full-access type error: %v", v)
+	}
+	if len(w.approvals(x.ID, false)) != 0 {
+		t.Fatal("full-access asked for approval")
+	}
+}
