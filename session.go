@@ -36,15 +36,34 @@ type Session struct {
 	// ReconstructedFrom names the unavailable target a reconstructed
 	// session stands in for; such a session is never presented as the
 	// original author.
-	ReconstructedFrom string    `json:"reconstructed_from,omitempty"`
-	Origin            Origin    `json:"origin"`
-	CreatedAt         time.Time `json:"created_at"`
-	UpdatedAt         time.Time `json:"updated_at"`
+	ReconstructedFrom string `json:"reconstructed_from,omitempty"`
+	// Worktree names the git worktree of the workspace's checkout the
+	// session is bound to (its /workspace); empty for the checkout itself.
+	Worktree string `json:"worktree,omitempty"`
+	// Git is what the session's /workspace has checked out, read when the
+	// session is read; nil when /workspace is not a git work tree.
+	Git       *GitInfo  `json:"git,omitempty"`
+	Origin    Origin    `json:"origin"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 
 	// Deleting is set while a delete is in progress: the session is already
 	// invisible, its files are being removed, and startup finishes the job
 	// if desk stopped half-way.
 	Deleting bool `json:"-"`
+}
+
+// GitInfo is the branch a session's /workspace has checked out.
+type GitInfo struct {
+	// Branch is the branch HEAD names ("" when HEAD is detached).
+	Branch string `json:"branch,omitempty"`
+	// Detached is set when HEAD is a commit rather than a branch; Commit
+	// is that commit.
+	Detached bool   `json:"detached,omitempty"`
+	Commit   string `json:"commit,omitempty"`
+	// Worktree is the worktree the session is bound to; empty for the
+	// workspace's checkout itself.
+	Worktree string `json:"worktree,omitempty"`
 }
 
 // SessionFilter selects sessions in ListSessions. Nil pointers do not filter.
@@ -62,4 +81,6 @@ type SessionUpdate struct {
 	Archived  *bool
 	Unread    *bool
 	Lifecycle *string
+	// Worktree binds the session to a worktree of the checkout ("" unbinds).
+	Worktree *string
 }

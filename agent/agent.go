@@ -29,6 +29,7 @@ import (
 	"github.com/desk-runtime/desk/agent/provider/script"
 	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/agent/tools"
+	"github.com/desk-runtime/desk/agent/typescript"
 	"github.com/desk-runtime/desk/archive"
 	"github.com/desk-runtime/desk/execution"
 	"github.com/desk-runtime/desk/fsjail"
@@ -46,6 +47,10 @@ type Options struct {
 	// Sandbox runs commands; nil means commands cannot run (except in the
 	// full-access mode, which runs them unsandboxed).
 	Sandbox sandbox.Runner
+	// TypeScript is execute_typescript's toolchain; nil leaves the tool
+	// out, and TypeScriptAbsent says why (list_extensions shows it).
+	TypeScript       *typescript.Toolchain
+	TypeScriptAbsent string
 	// MaxSteps bounds the model calls of one turn (default 40).
 	MaxSteps int
 	// InputWait is how long a blocking request_user_input waits (5m).
@@ -319,6 +324,7 @@ func (a *Agent) Execute(ctx context.Context, t *execution.Turn) (*execution.Outc
 		instructions: readInstructions(jail, w, settings)}
 	tr.env = &tools.Env{Store: a.store, Home: a.home, Workspace: w, Session: x, Execution: t.Execution, Settings: settings,
 		View: view, Jail: jail, Artifacts: a.artifacts, Paths: a.paths, Selection: a.selection, Sandbox: a.opts.Sandbox,
+		TypeScript: a.opts.TypeScript, TypeScriptAbsent: a.opts.TypeScriptAbsent,
 		HTTP: a.opts.HTTP, Search: a.opts.Search, Emit: t.Emit, Ask: tr.ask, Propose: tr.propose,
 		Procs: tools.NewProcs(actx), SurfaceKind: desk.SurfaceOrchestrator, Thread: th, Wake: a.dispatchWaker()}
 	if th != nil {
@@ -598,7 +604,26 @@ func (tr *turn) runCall(cmd *desk.Command, c desk.MessageCall) (*desk.CommandRes
 	if _, owed := tr.planState(); owed && c.Name != "clarify" {
 		return finish(tools.Fail(tools.CodeBadInput, "the user asked for a plan first (/plan): call clarify with a plan before other tools"), desk.CommandFailed)
 	}
-	if gated, summary := tool.Gate(tr.env, c.Arguments); gated {
+	cctx := desk.WithOrigin(ctx, desk.Origin{WorkspaceID: tr.x.WorkspaceID, SessionID: tr.x.ID, ExecutionID: exe.ID,
+		SurfaceID: exe.SurfaceID, CommandID: cmd.ID, Actor: tr.x.Actor, Kind: desk.OriginAgent})
+	gated, summary := tool.Gate(tr.env, c.Arguments)
+	if pc, ok := tool.(tools.Prechecker); ok && gated {
+		// Refused before anyone is asked (a snippet with type errors).
+		res, err := pc.Precheck(cctx, tr.env, &tools.Call{CommandID: cmd.ID, Args: c.Arguments})
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+				finish(nil, desk.CommandCancelled)
+				return nil, err
+			}
+			cmd.Error = err.Error()
+			finish(nil, desk.CommandFailed)
+			return nil, fmt.Errorf("tool %s: %w", c.Name, err)
+		}
+		if res != nil {
+			return finish(res, desk.CommandFailed)
+		}
+	}
+	if gated {
 		ok, why, err := tr.gate(cmd, summary)
 		if err != nil {
 			if ctx.Err() != nil && !errors.Is(err, execution.ErrSuspended) {
@@ -630,8 +655,6 @@ func (tr *turn) runCall(cmd *desk.Command, c desk.MessageCall) (*desk.CommandRes
 			stdout.add(string(chunk))
 		}
 	}
-	cctx := desk.WithOrigin(ctx, desk.Origin{WorkspaceID: tr.x.WorkspaceID, SessionID: tr.x.ID, ExecutionID: exe.ID,
-		SurfaceID: exe.SurfaceID, CommandID: cmd.ID, Actor: tr.x.Actor, Kind: desk.OriginAgent})
 	res, err := tool.Run(cctx, tr.env, &tools.Call{CommandID: cmd.ID, Args: c.Arguments, Output: output})
 	stdout.flush()
 	stderr.flush()

@@ -19,9 +19,11 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent"
 	"github.com/desk-runtime/desk/agent/provider/strict"
 	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/agent/tools"
+	"github.com/desk-runtime/desk/agent/typescript"
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/execution"
@@ -70,6 +72,8 @@ var contractProviders = []contractProvider{
 	}},
 }
 
+var contractTypeScript = &typescript.Toolchain{TSC: "/nonexistent/tsc", Version: "7.0.2", Node: "/usr/bin/node"}
+
 // desk is one desk under test with its strict model server.
 type deskWorld struct {
 	*apptest.Env
@@ -83,7 +87,10 @@ type deskWorld struct {
 
 func newDesk(t *testing.T, p contractProvider) *deskWorld {
 	srv, spec := p.start(t)
-	e := apptest.Start(t, app.Config{Model: spec, Execution: execution.Options{PollInterval: 50 * time.Millisecond, StopTimeout: 15 * time.Second}})
+	// A toolchain for execute_typescript, so its schema is declared to
+	// the strict servers too (no test here calls it).
+	e := apptest.Start(t, app.Config{Model: spec, Execution: execution.Options{PollInterval: 50 * time.Millisecond, StopTimeout: 15 * time.Second},
+		Agent: agent.Options{TypeScript: contractTypeScript}})
 	w := &deskWorld{Env: e, t: t, p: p, srv: srv}
 	e.Must(201, "POST", "/v1/workspaces", map[string]string{"name": "contract"}, &w.ws)
 	e.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]string{"title": "contract"}, &w.ses)
@@ -207,7 +214,7 @@ func (w *deskWorld) checkRequests(want int) []strict.Request {
 	w.seen = len(all)
 	var names []string
 	for _, tl := range tools.All() {
-		if o, ok := tl.(tools.Optional); ok && o.Unavailable(&tools.Env{SurfaceKind: desk.SurfaceOrchestrator, Sandbox: sandbox.Direct()}) != "" {
+		if o, ok := tl.(tools.Optional); ok && o.Unavailable(&tools.Env{SurfaceKind: desk.SurfaceOrchestrator, Sandbox: sandbox.Direct(), TypeScript: contractTypeScript}) != "" {
 			continue // the handler-only thread tools
 		}
 		names = append(names, tl.Name())

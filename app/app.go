@@ -23,6 +23,7 @@ import (
 	"github.com/desk-runtime/desk/agent"
 	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/agent/tools"
+	"github.com/desk-runtime/desk/agent/typescript"
 	"github.com/desk-runtime/desk/applog"
 	"github.com/desk-runtime/desk/archive"
 	"github.com/desk-runtime/desk/execution"
@@ -96,6 +97,10 @@ type Config struct {
 	// anthropic:<model>, openai-compatible:<base-url>#<model>; empty means
 	// none (sessions may still choose their own, e.g. script).
 	Model string
+	// TSC is the TypeScript 7 compiler of execute_typescript (DESK_TSC):
+	// npm's node_modules/.bin/tsc or the native binary; empty looks for
+	// tsc on PATH. Without it, or without node, the tool is absent.
+	TSC string
 	// Agent tunes the agent; its defaults are right for production.
 	Agent agent.Options
 	// Runtime tunes the runtime host; Transports maps each protocol to
@@ -301,6 +306,14 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 			ao.Sandbox = sb
 		} else {
 			a.Logger.Warn("no sandbox for commands: exec_command is unavailable except in full-access workspaces", "err", err)
+		}
+	}
+	if ao.TypeScript == nil && ao.TypeScriptAbsent == "" {
+		if tc, err := typescript.Detect(cfg.TSC); err == nil {
+			ao.TypeScript = tc
+		} else {
+			ao.TypeScriptAbsent = err.Error()
+			a.Logger.Info("execute_typescript is unavailable", "err", err)
 		}
 	}
 	a.Agent = agent.New(store, home, a.Artifacts, a.Selection, ao)

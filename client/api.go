@@ -164,6 +164,9 @@ type SessionPatch struct {
 	Pinned   *bool   `json:"pinned,omitempty"`
 	Archived *bool   `json:"archived,omitempty"`
 	Unread   *bool   `json:"unread,omitempty"`
+	// Worktree binds the session to a git worktree of the checkout; a
+	// pointer to "" binds it back to the checkout.
+	Worktree *string `json:"worktree,omitempty"`
 }
 
 // UpdateSession renames, pins, archives or marks a session unread.

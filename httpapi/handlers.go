@@ -169,12 +169,13 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
 		Pinned   *bool   `json:"pinned"`
 		Archived *bool   `json:"archived"`
 		Unread   *bool   `json:"unread"`
+		Worktree *string `json:"worktree"`
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	x, err := s.Sessions.Update(r.Context(), id, desk.SessionUpdate{Title: in.Title, Pinned: in.Pinned, Archived: in.Archived, Unread: in.Unread})
+	x, err := s.Sessions.Update(r.Context(), id, desk.SessionUpdate{Title: in.Title, Pinned: in.Pinned, Archived: in.Archived, Unread: in.Unread, Worktree: in.Worktree})
 	if err != nil {
 		return err
 	}

@@ -89,7 +89,7 @@ func sessionRoutes() []route {
 			Resp: "SessionList", Status: 200, handle: (*Server).listSessions},
 		{Method: "GET", Path: "/v1/sessions/{ses}", Tag: "sessions", Summary: "Get a session.",
 			Resp: "Session", Status: 200, handle: (*Server).getSession},
-		{Method: "PATCH", Path: "/v1/sessions/{ses}", Tag: "sessions", Summary: "Rename, pin, archive or mark a session unread.",
+		{Method: "PATCH", Path: "/v1/sessions/{ses}", Tag: "sessions", Summary: "Rename, pin, archive or mark a session unread; bind it to a git worktree.",
 			Body: "SessionPatch", Resp: "Session", Status: 200, handle: (*Server).patchSession},
 		{Method: "DELETE", Path: "/v1/sessions/{ses}", Tag: "sessions", Summary: "Delete a session with its artifacts, bindings and scratch; selection groups stay.",
 			Status: 204, handle: (*Server).deleteSession},

@@ -41,9 +41,12 @@ func (h Home) Abs(ws, rel string) string {
 
 // Paths relative to a workspace directory, slash separated.
 const (
-	CheckoutDir  = "checkout"
-	ActorsDir    = "workspace"
-	ScratchDir   = ".scratch"
+	CheckoutDir = "checkout"
+	ActorsDir   = "workspace"
+	ScratchDir  = ".scratch"
+	// WorktreesDir holds the git worktrees of the checkout that sessions
+	// are bound to (not exported: they are branches of the checkout).
+	WorktreesDir = "worktrees"
 	SystemDir    = ".system"
 	RevisionsDir = ".system/revisions"
 	ItemsDir     = ".system/items"
@@ -53,6 +56,9 @@ const (
 	// template, the base of its three-way upgrades.
 	TemplateBaseline = ".system/template/baseline.json"
 )
+
+// WorktreeRel is the worktree name of the checkout.
+func WorktreeRel(name string) string { return path.Join(WorktreesDir, name) }
 
 // ActorRel is the actor's durable file area (Wesclaw ArtifactDir).
 func ActorRel(actor string) string { return path.Join(ActorsDir, actor) }

@@ -31,7 +31,7 @@ func Mounts(home layout.Home, v View) []fsjail.Mount {
 	ws := x.WorkspaceID
 	m := []fsjail.Mount{
 		{Guest: "/artifacts", Host: home.Abs(ws, layout.SessionRel(x.Actor, x.ID)), ReadOnlyDirs: []string{ImmutableDir}},
-		{Guest: "/workspace", Host: home.Abs(ws, layout.CheckoutDir)},
+		{Guest: "/workspace", Host: WorkspaceDir(home, x)},
 	}
 	for _, g := range v.GroupIDs {
 		m = append(m, fsjail.Mount{Guest: "/context/" + g, Host: home.Abs(ws, layout.GroupRel(g)), ReadOnly: true})

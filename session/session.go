@@ -33,6 +33,9 @@ type sessions struct {
 	// reconstructMu makes finding or creating a reconstructed session one
 	// step (Resolve).
 	reconstructMu sync.Mutex
+	// worktreeMu makes checking a worktree name free and binding it one
+	// step (bindWorktree).
+	worktreeMu sync.Mutex
 }
 
 // Service is what New returns: the session service and its startup
@@ -168,7 +171,8 @@ func (s *sessions) create(ctx context.Context, in desk.SessionCreate, reconstruc
 }
 
 func (s *sessions) Get(ctx context.Context, id string) (*desk.Session, error) {
-	return visibleSession(ctx, s.store, id)
+	x, err := visibleSession(ctx, s.store, id)
+	return s.withGit(x), err
 }
 
 func (s *sessions) List(ctx context.Context, f desk.SessionFilter) ([]*desk.Session, error) {
@@ -182,12 +186,24 @@ func (s *sessions) List(ctx context.Context, f desk.SessionFilter) ([]*desk.Sess
 	if !p.Admin {
 		f.ActorID = p.ActorID
 	}
-	return s.store.ListSessions(ctx, f)
+	xs, err := s.store.ListSessions(ctx, f)
+	for _, x := range xs {
+		s.withGit(x)
+	}
+	return xs, err
 }
 
 func (s *sessions) Update(ctx context.Context, id string, u desk.SessionUpdate) (*desk.Session, error) {
-	if _, err := visibleSession(ctx, s.store, id); err != nil {
+	x, err := visibleSession(ctx, s.store, id)
+	if err != nil {
 		return nil, err
+	}
+	if u.Worktree != nil {
+		s.worktreeMu.Lock()
+		defer s.worktreeMu.Unlock()
+		if err := s.bindWorktree(ctx, x, *u.Worktree); err != nil {
+			return nil, err
+		}
 	}
 	if u.Title != nil {
 		t := strings.TrimSpace(*u.Title)
@@ -199,7 +215,8 @@ func (s *sessions) Update(ctx context.Context, id string, u desk.SessionUpdate) 
 	if u.Lifecycle != nil {
 		return nil, desk.Errorf(desk.EINVALID, "lifecycle changes through retire and recall, not update")
 	}
-	return s.store.UpdateSession(ctx, id, u)
+	x, err = s.store.UpdateSession(ctx, id, u)
+	return s.withGit(x), err
 }
 
 func (s *sessions) Delete(ctx context.Context, id string) error {

@@ -468,7 +468,8 @@ func pidNamespace(pid int) (uint64, bool) {
 //     /run, DESK_HOME.
 //   - --proc /proc, --dev /dev (a private, minimal /dev), --tmpfs /tmp.
 //   - A minimal /etc: what dynamic linking, certificates, time zones and
-//     alternatives need (etcEntries), a generated passwd and group holding
+//     alternatives need (etcEntries; bound as one read-only copy, see
+//     etc_linux.go), a generated passwd and group holding
 //     only the command's own user, a generated hosts (localhost and the
 //     sandbox's name) and nsswitch.conf; /etc/resolv.conf only with the
 //     network. Not the host's /etc: as root, a command could read
@@ -565,7 +566,31 @@ func identityFiles(home string, uid, gid int) (passwd, group string) {
 	return pw.String(), gr.String()
 }
 
+// etcArgs binds the sandbox's /etc: desk's copy of the entries in one
+// mount (etcSnapshot), or, without one, each entry on its own; then the
+// generated files over it.
 func etcArgs(network bool) []string {
+	if dir := etcSnapshot(network); dir != "" {
+		a := []string{"--ro-bind", dir, "/etc"}
+		a = append(a, etcData...)
+		if network {
+			a = append(a, "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf")
+		}
+		return a
+	}
+	return etcBinds(network)
+}
+
+// etcData binds the generated passwd, group, hosts and nsswitch.conf.
+var etcData = []string{
+	"--ro-bind-data", strconv.Itoa(fdPasswd), "/etc/passwd",
+	"--ro-bind-data", strconv.Itoa(fdGroup), "/etc/group",
+	"--ro-bind-data", strconv.Itoa(fdHosts), "/etc/hosts",
+	"--ro-bind-data", strconv.Itoa(fdNsswitch), "/etc/nsswitch.conf",
+}
+
+// etcBinds binds each entry of etcEntries on its own into a tmpfs /etc.
+func etcBinds(network bool) []string {
 	a := []string{"--dir", "/etc"}
 	dirs := map[string]bool{"/etc": true}
 	for _, pat := range etcEntries {
@@ -582,12 +607,7 @@ func etcArgs(network bool) []string {
 			a = append(a, "--ro-bind-try", m, m)
 		}
 	}
-	a = append(a,
-		"--ro-bind-data", strconv.Itoa(fdPasswd), "/etc/passwd",
-		"--ro-bind-data", strconv.Itoa(fdGroup), "/etc/group",
-		"--ro-bind-data", strconv.Itoa(fdHosts), "/etc/hosts",
-		"--ro-bind-data", strconv.Itoa(fdNsswitch), "/etc/nsswitch.conf",
-	)
+	a = append(a, etcData...)
 	if network {
 		a = append(a, "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf")
 	}

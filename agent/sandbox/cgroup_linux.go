@@ -232,12 +232,16 @@ func (c *cgroup) remove() {
 		if d == "" {
 			continue
 		}
-		// Usually a few milliseconds; up to a second on a loaded machine.
-		for i := 0; i < 500; i++ {
-			if err := os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
+		// Usually free at once or within a millisecond (a fixed 2 ms
+		// sleep made every command wait one); up to a second on a loaded
+		// machine: the wait starts at 100 µs and doubles up to 2 ms.
+		wait := 100 * time.Microsecond
+		for deadline := time.Now().Add(time.Second); ; {
+			if err := os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) || time.Now().After(deadline) {
 				break
 			}
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(wait)
+			wait = min(2*wait, 2*time.Millisecond)
 		}
 	}
 	c.pids, c.mem = "", ""

@@ -124,7 +124,9 @@ func prepareCommand(env *Env, command, guestCwd string, timeout time.Duration) (
 		r, err := fsResult(err, guestCwd)
 		return nil, r, err
 	}
-	mounts, err := sandbox.FromJail(env.Jail.Mounts())
+	// A session bound to a worktree also gets its checkout's .git, where
+	// the worktree's git directory is (session.GitMounts).
+	mounts, err := sandbox.FromJail(append(env.Jail.Mounts(), session.GitMounts(env.Home, env.Session)...))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -181,7 +183,14 @@ func runCommand(ctx context.Context, env *Env, call *Call, command, guestCwd str
 	if bad != nil || err != nil {
 		return bad, err
 	}
-	cwd, direct := cr.spec.Cwd, cr.direct
+	return runPrepared(ctx, env, call, cr)
+}
+
+// runPrepared runs a prepared command to its end: exec_command's and
+// execute_typescript's one path through the sandbox, its limits, its
+// denials and its output caps.
+func runPrepared(ctx context.Context, env *Env, call *Call, cr *commandRun) (*Result, error) {
+	command, cwd, direct := cr.spec.Command, cr.spec.Cwd, cr.direct
 	before, err := artifactFiles(env)
 	if err != nil {
 		return nil, err

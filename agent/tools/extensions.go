@@ -14,7 +14,7 @@ import (
 // says why it cannot in env ("" when it can). list_extensions reports the
 // absent ones with their reasons, so the model knows what it lacks and
 // why instead of finding out by failing. Unavailable may rely only on
-// env's Sandbox, Settings and SurfaceKind: the context view asks outside
+// env's Sandbox, Settings, TypeScript and SurfaceKind: the context view asks outside
 // any execution.
 type Optional interface {
 	Unavailable(env *Env) string

@@ -7,6 +7,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent/sandbox"
+	"github.com/desk-runtime/desk/agent/typescript"
 )
 
 func names(ts []Tool) []string {
@@ -19,25 +20,37 @@ func names(ts []Tool) []string {
 
 // TestOptionalTools: without a sandbox exec_command is not declared and
 // Absent says why; in a full-access workspace (which runs commands on the
-// host) or with a sandbox it is declared, and nothing is absent.
+// host) or with a sandbox it is declared. execute_typescript is absent
+// without a toolchain (with the reason the detection gave) and without a
+// place to run commands, whatever the toolchain.
 func TestOptionalTools(t *testing.T) {
-	none := &Env{Settings: &desk.AgentSettings{ApprovalMode: desk.ApprovalModeUser}}
+	none := &Env{Settings: &desk.AgentSettings{ApprovalMode: desk.ApprovalModeUser}, TypeScriptAbsent: "node is not installed"}
 	if slices.Contains(names(Declared(none)), "exec_command") {
 		t.Fatal("exec_command is declared without a sandbox")
 	}
-	if len(Declared(none)) != len(All())-2-3 { // exec_command, write_stdin and the three handler-only thread tools
+	if len(Declared(none)) != len(All())-3-3 { // exec_command, write_stdin, execute_typescript and the three handler-only thread tools
 		t.Fatalf("declared without a sandbox: %v", names(Declared(none)))
 	}
 	ab := Absent(none)
-	if len(ab) != 2 || ab[0].Name != "exec_command" || ab[1].Name != "write_stdin" || !strings.Contains(ab[0].Reason, "no sandbox") {
+	if len(ab) != 3 || ab[0].Name != "exec_command" || ab[1].Name != "execute_typescript" || ab[2].Name != "write_stdin" ||
+		!strings.Contains(ab[0].Reason, "no sandbox") || ab[1].Reason != "node is not installed" {
 		t.Fatalf("absent without a sandbox: %+v", ab)
 	}
 	full := &Env{Settings: &desk.AgentSettings{ApprovalMode: desk.ApprovalModeFullAccess}}
 	boxed := &Env{Sandbox: sandbox.Direct(), Settings: none.Settings}
 	for _, env := range []*Env{full, boxed} {
-		if len(Declared(env)) != len(All())-3 || len(Absent(env)) != 0 {
-			t.Fatalf("declared %v, absent %+v", names(Declared(env)), Absent(env))
+		ab := Absent(env)
+		if len(Declared(env)) != len(All())-4 || len(ab) != 1 || ab[0].Name != "execute_typescript" || !strings.Contains(ab[0].Reason, "typescript@7") {
+			t.Fatalf("declared %v, absent %+v", names(Declared(env)), ab)
 		}
+		env.TypeScript = &typescript.Toolchain{TSC: "/x/tsc", Node: "/usr/bin/node"}
+		if len(Declared(env)) != len(All())-3 || len(Absent(env)) != 0 {
+			t.Fatalf("with a toolchain: declared %v, absent %+v", names(Declared(env)), Absent(env))
+		}
+	}
+	none.TypeScript = &typescript.Toolchain{TSC: "/x/tsc", Node: "/usr/bin/node"}
+	if ab := Absent(none); len(ab) != 3 || ab[1].Name != "execute_typescript" || !strings.Contains(ab[1].Reason, "no sandbox") {
+		t.Fatalf("a toolchain without a sandbox: %+v", ab)
 	}
 }
 

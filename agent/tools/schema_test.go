@@ -21,6 +21,7 @@ var examples = map[string][]string{
 	"apply_patch":           {`{"patch":"*** Begin Patch\n*** Add File: /scratch/a.txt\n+a\n*** End Patch"}`},
 	"exec_command":          {`{"command":"ls","cwd":"/scratch","timeout_seconds":1800}`},
 	"write_stdin":           {`{"session_id":1,"chars":"y\n","yield_time_ms":500}`},
+	"execute_typescript":    {`{"code":"console.log(1 + 1)"}`, `{"code":"const x: number = 2;","timeout_seconds":30}`},
 	"inspect":               {`{"view":"group","group_id":"grp_1","offset":5,"limit":100}`},
 	"list_files":            {`{}`, `{"path":"/artifacts"}`},
 	"list_extensions":       {`{}`},
@@ -41,7 +42,7 @@ var examples = map[string][]string{
 // required are the top-level required fields of every tool.
 var required = map[string][]string{
 	"acquire": {"action"}, "artifacts": {"action"}, "clarify": nil, "delete_file": {"path"},
-	"apply_patch": {"patch"}, "edit_file": {"new_text", "old_text", "path"}, "exec_command": {"command"}, "write_stdin": {"session_id"}, "inspect": {"view"},
+	"apply_patch": {"patch"}, "edit_file": {"new_text", "old_text", "path"}, "exec_command": {"command"}, "write_stdin": {"session_id"}, "execute_typescript": {"code"}, "inspect": {"view"},
 	"list_files": nil, "list_extensions": nil, "load_extension": {"name"}, "read_file": {"path"}, "request_user_input": {"questions"}, "write_file": {"content", "path"},
 	"thread_start": {"threads"}, "thread_followup": {"text"}, "thread_request_report": {"thread_id"}, "thread_list": nil,
 	"thread_episodes": nil, "thread_current": nil, "thread_group": nil, "thread_report": {"body", "title"},
@@ -68,6 +69,8 @@ func roundTrip(t *testing.T, tool Tool, raw string) (json.RawMessage, *Result) {
 	case editFile:
 		out, bad, err = reencode(x.args, raw)
 	case execCommand:
+		out, bad, err = reencode(x.args, raw)
+	case executeTypeScript:
 		out, bad, err = reencode(x.args, raw)
 	case writeStdin:
 		out, bad, err = reencode(x.args, raw)

@@ -1,6 +1,6 @@
 // Package tools owns the agent's built-in tools: inspect, acquire,
 // read_file, write_file, edit_file, apply_patch, list_files, delete_file,
-// exec_command, artifacts, request_user_input, clarify, list_extensions,
+// exec_command, write_stdin, execute_typescript, artifacts, request_user_input, clarify, list_extensions,
 // load_extension and the thread tools (threads.go). Every tool is registered on every turn (the model
 // decides; PawWork S-R) unless it is Optional and cannot work there
 // (extensions.go), takes JSON
@@ -28,6 +28,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent/sandbox"
+	"github.com/desk-runtime/desk/agent/typescript"
 	"github.com/desk-runtime/desk/fsjail"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/session"
@@ -46,6 +47,7 @@ const (
 	CodeTooLarge      = "TOO_LARGE"
 	CodeFetchFailed   = "FETCH_FAILED"
 	CodeTooMany       = "TOO_MANY_SESSIONS"
+	CodeTypeErrors    = "TYPECHECK_FAILED"
 )
 
 // Result is what a tool call produced.
@@ -95,6 +97,10 @@ type Env struct {
 	Selection desk.SelectionService
 	// Sandbox runs exec_command; nil when no sandbox is available.
 	Sandbox sandbox.Runner
+	// TypeScript is the toolchain of execute_typescript; nil when there
+	// is none, and TypeScriptAbsent then says why.
+	TypeScript       *typescript.Toolchain
+	TypeScriptAbsent string
 	// Procs holds the execution's long-running command sessions
 	// (exec_command with yield_time_ms, write_stdin); nil outside one.
 	Procs *Procs
@@ -150,11 +156,20 @@ type Tool interface {
 	Run(ctx context.Context, env *Env, call *Call) (*Result, error)
 }
 
+// Prechecker is a gated tool that checks a call before its approval is
+// asked for: a non-nil Result refuses the call (it fails with that
+// result) without bothering the person who would decide. Precheck must
+// be harmless without approval and may run again for the same call (a
+// resumed turn).
+type Prechecker interface {
+	Precheck(ctx context.Context, env *Env, call *Call) (*Result, error)
+}
+
 // All returns every built-in tool, sorted by name, so the declaration the
 // model sees is stable from turn to turn.
 func All() []Tool {
 	ts := []Tool{inspect{}, acquire{}, readFile{}, writeFile{}, editFile{}, applyPatch{}, listFiles{}, deleteFile{},
-		execCommand{}, writeStdin{}, artifactsTool{}, requestUserInput{}, clarify{}, listExtensions{}, loadExtension{},
+		execCommand{}, writeStdin{}, executeTypeScript{}, artifactsTool{}, requestUserInput{}, clarify{}, listExtensions{}, loadExtension{},
 		threadStart{}, threadFollowup{}, threadRequestReport{}, threadList{}, threadEpisodes{},
 		threadCurrent{}, threadGroup{}, threadReport{}}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name() < ts[j].Name() })

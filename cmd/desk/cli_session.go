@@ -117,6 +117,13 @@ session takes its script from --script FILE ("-" for stdin): {"steps":[…]}.`,
 					"title", orDash(s.Title), "pinned", yesNo(s.Pinned), "archived", yesNo(s.Archived),
 					"unread", yesNo(s.Unread), "lifecycle", s.Lifecycle,
 					"created", fmtTime(s.CreatedAt), "updated", fmtTime(s.UpdatedAt))
+				if s.Git != nil {
+					head := s.Git.Branch
+					if s.Git.Detached {
+						head = "detached at " + s.Git.Commit
+					}
+					fields(o, "worktree", orDash(s.Git.Worktree), "branch", head)
+				}
 			})
 		},
 	}
@@ -127,6 +134,19 @@ session takes its script from --script FILE ("-" for stdin): {"steps":[…]}.`,
 		Args:  usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			return patchSession(cmd, g, a[0], client.SessionPatch{Title: &a[1]}, "renamed session")
+		},
+	}
+
+	worktree := &cobra.Command{
+		Use:   "worktree <ses> [<name>]",
+		Short: "Bind a session to a git worktree of the checkout (made with git worktree add when missing); without a name, back to the checkout",
+		Args:  usageArgs(cobra.RangeArgs(1, 2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			name, verb := "", "unbound session"
+			if len(a) == 2 {
+				name, verb = a[1], "bound session"
+			}
+			return patchSession(cmd, g, a[0], client.SessionPatch{Worktree: &name}, verb)
 		},
 	}
 
@@ -194,7 +214,7 @@ session takes its script from --script FILE ("-" for stdin): {"steps":[…]}.`,
 		},
 	}
 
-	cmd.AddCommand(create, list, show, rename,
+	cmd.AddCommand(create, list, show, rename, worktree,
 		flag("pin", "Pin a session", "pinned session", func() client.SessionPatch { return client.SessionPatch{Pinned: ptr(true)} }),
 		flag("unpin", "Unpin a session", "unpinned session", func() client.SessionPatch { return client.SessionPatch{Pinned: ptr(false)} }),
 		flag("archive", "Archive a session (hidden from session list by default)", "archived session", func() client.SessionPatch { return client.SessionPatch{Archived: ptr(true)} }),
@@ -229,6 +249,12 @@ func printSession(cmd *cobra.Command, g *globals, s *desk.Session, verb string) 
 		}
 		if f := sessionFlags(s); f != "-" {
 			fmt.Fprintf(o, " [%s]", f)
+		}
+		if s.Git != nil && s.Git.Worktree != "" {
+			fmt.Fprintf(o, " worktree %s", s.Git.Worktree)
+		}
+		if s.Git != nil && s.Git.Branch != "" {
+			fmt.Fprintf(o, " on %s", s.Git.Branch)
 		}
 		fmt.Fprintln(o)
 	})

@@ -40,7 +40,8 @@ OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENAI_COMPATIBLE_API_KEY; DESK_MAX_STEPS
 bounds the model calls of one turn (default 40); DESK_INPUT_WAIT is how long
 a blocking request_user_input waits for an answer (default 5m; the deadline
 survives a restart); DESK_SEARCH_URL points the
-search tool at a SearXNG instance.`,
+search tool at a SearXNG instance; DESK_TSC names the TypeScript 7 compiler
+of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			home := firstNonEmpty(g.home, os.Getenv("DESK_HOME"), defaultHome())
@@ -90,7 +91,7 @@ search tool at a SearXNG instance.`,
 				Home: home, Postgres: pg, AdminToken: os.Getenv("DESK_ADMIN_TOKEN"),
 				MaxArtifactBytes: maxArtifact, ActorQuotaBytes: actorQuota, ImportMaxBytes: importMax, ImportMaxRatio: importRatio, BodyIdleTimeout: bodyIdle, ArchiveTZ: os.Getenv("DESK_ARCHIVE_TZ"),
 				SQLiteSynchronous: os.Getenv("DESK_SQLITE_SYNCHRONOUS"), Logger: log, Version: buildVersion(),
-				Model: os.Getenv("DESK_MODEL"), Agent: ao,
+				Model: os.Getenv("DESK_MODEL"), Agent: ao, TSC: os.Getenv("DESK_TSC"),
 				MCPOrigins: strings.FieldsFunc(os.Getenv("DESK_MCP_ORIGINS"), func(r rune) bool { return r == ',' || r == ' ' }),
 			})
 			if err != nil {

@@ -8,14 +8,14 @@ import (
 	"github.com/desk-runtime/desk"
 )
 
-const sessionCols = `id, signature, workspace_id, actor_id, title, pinned, archived, unread, lifecycle, origin, deleting, created_at, updated_at, surface_id, reconstructed_from, model, runtime, native_id`
+const sessionCols = `id, signature, workspace_id, actor_id, title, pinned, archived, unread, lifecycle, origin, deleting, created_at, updated_at, surface_id, reconstructed_from, model, runtime, native_id, worktree`
 
 func scanSession(r interface{ Scan(...any) error }) (*desk.Session, error) {
 	var x desk.Session
 	var origin string
 	var c, u int64
 	if err := r.Scan(&x.ID, &x.Signature, &x.WorkspaceID, &x.Actor, &x.Title, &x.Pinned, &x.Archived,
-		&x.Unread, &x.Lifecycle, &origin, &x.Deleting, &c, &u, &x.SurfaceID, &x.ReconstructedFrom, &x.Model, &x.Runtime, &x.NativeID); err != nil {
+		&x.Unread, &x.Lifecycle, &origin, &x.Deleting, &c, &u, &x.SurfaceID, &x.ReconstructedFrom, &x.Model, &x.Runtime, &x.NativeID, &x.Worktree); err != nil {
 		return nil, err
 	}
 	o, err := decodeOrigin(origin)
@@ -33,10 +33,10 @@ func (s *DB) CreateSession(ctx context.Context, x *desk.Session) error {
 		x.SurfaceID = desk.NewID(desk.PrefixSurface)
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := s.exec(ctx, tx, `INSERT INTO sessions (`+sessionCols+`, script) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := s.exec(ctx, tx, `INSERT INTO sessions (`+sessionCols+`, script) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			x.ID, x.Signature, x.WorkspaceID, x.Actor, x.Title, x.Pinned, x.Archived, x.Unread, x.Lifecycle,
 			encodeJSON(x.Origin), false, micros(x.CreatedAt), micros(x.UpdatedAt), x.SurfaceID, x.ReconstructedFrom,
-			x.Model, x.Runtime, x.NativeID, string(x.Script))
+			x.Model, x.Runtime, x.NativeID, x.Worktree, string(x.Script))
 		if err != nil {
 			return s.conflict(err, "session "+x.ID+" already exists")
 		}
@@ -104,6 +104,9 @@ func (s *DB) UpdateSession(ctx context.Context, id string, u desk.SessionUpdate)
 	if u.Lifecycle != nil {
 		set, args = append(set, "lifecycle = ?"), append(args, *u.Lifecycle)
 	}
+	if u.Worktree != nil {
+		set, args = append(set, "worktree = ?"), append(args, *u.Worktree)
+	}
 	args = append(args, id, false)
 	// Every page showing the session's row (another tab, another person)
 	// learns of the change from the event committed with it.
@@ -122,6 +125,9 @@ func (s *DB) UpdateSession(ctx context.Context, id string, u desk.SessionUpdate)
 	}
 	if u.Lifecycle != nil {
 		changed["lifecycle"] = *u.Lifecycle
+	}
+	if u.Worktree != nil {
+		changed["worktree"] = *u.Worktree
 	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		res, err := s.exec(ctx, tx, `UPDATE sessions SET `+strings.Join(set, ", ")+` WHERE id = ? AND deleting = ?`, args...)

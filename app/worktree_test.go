@@ -1,0 +1,153 @@
+package app_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/layout"
+)
+
+// Worktree awareness through HTTP: a session on a git checkout shows its
+// branch; binding it to a worktree (PATCH {"worktree"}) makes one with
+// git worktree add and points its commands and /workspace there, and
+// another session of the workspace is unaffected.
+
+// gitInit makes dir a git repository on main with one commit.
+func gitInit(t *testing.T, dir string) {
+	t.Helper()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "first"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+}
+
+func (w *agentWorld) patchSession(ses string, body map[string]any) *desk.Session {
+	w.T.Helper()
+	var x desk.Session
+	w.Must(200, "PATCH", "/v1/sessions/"+ses, body, &x)
+	return &x
+}
+
+func (w *agentWorld) getSession(ses string) *desk.Session {
+	w.T.Helper()
+	var x desk.Session
+	w.Must(200, "GET", "/v1/sessions/"+ses, nil, &x)
+	return &x
+}
+
+func TestWorktreeBinding(t *testing.T) { inModes(t, testWorktreeBinding) }
+
+func testWorktreeBinding(t *testing.T, mode string) {
+	w := newAgentWorld(t)
+	w.settings(map[string]any{"approval_mode": mode})
+	co := w.App.Home.Abs(w.ws.ID, layout.CheckoutDir)
+	os.WriteFile(filepath.Join(co, "README.md"), []byte("hello\n"), 0o644)
+	gitInit(t, co)
+
+	probe := "cd /workspace 2>/dev/null || cd \"$DESK_WORKSPACE\"; git branch --show-current; cat README.md; ls; echo from-$DESK_SESSION_ID > made.txt"
+	x := w.script(calls(tc("exec_command", map[string]any{"command": probe})), says("done"))
+	y := w.script(calls(tc("exec_command", map[string]any{"command": probe})), says("done"))
+
+	// On the checkout: the branch shows.
+	if g := w.getSession(x.ID).Git; g == nil || g.Branch != "main" || g.Worktree != "" {
+		t.Fatalf("git of a session on the checkout: %+v", g)
+	}
+
+	// Bind x to a new worktree.
+	b := w.patchSession(x.ID, map[string]any{"worktree": "feature-x"})
+	if b.Worktree != "feature-x" || b.Git == nil || b.Git.Branch != "feature-x" || b.Git.Worktree != "feature-x" {
+		t.Fatalf("bound: %+v %+v", b, b.Git)
+	}
+	// The web UI's session header shows it.
+	page := w.Req("GET", "/w/"+w.ws.ID+"/s/"+x.ID, "", nil, "Cookie", "desk_token="+w.Token)
+	if page.Status != 200 || !strings.Contains(string(page.Body), "worktree feature-x · feature-x</span>") {
+		t.Fatalf("session page: %d, worktree badge missing", page.Status)
+	}
+	wt := w.App.Home.Abs(w.ws.ID, layout.WorktreeRel("feature-x"))
+	if _, err := os.Stat(filepath.Join(wt, "README.md")); err != nil {
+		t.Fatalf("the worktree was not checked out: %v", err)
+	}
+	var list struct{ Sessions []desk.Session }
+	w.Must(200, "GET", "/v1/workspaces/"+w.ws.ID+"/sessions", nil, &list)
+	for _, s := range list.Sessions {
+		want := map[string]string{x.ID: "feature-x", y.ID: "main"}[s.ID]
+		if want != "" && (s.Git == nil || s.Git.Branch != want) {
+			t.Fatalf("listed %s with git %+v, want %s", s.ID, s.Git, want)
+		}
+	}
+
+	// x's command runs in the worktree; y's in the checkout.
+	oneTerminal(t, w.settled(w.send(x.ID, "go").ExecutionID), desk.PhaseEnded)
+	oneTerminal(t, w.settled(w.send(y.ID, "go").ExecutionID), desk.PhaseEnded)
+	cx, cy := w.commands(x.ID)[0], w.commands(y.ID)[0]
+	if cx.Status != desk.CommandSucceeded || !strings.HasPrefix(cx.Output, "feature-x\nhello\nREADME.md\n") {
+		t.Fatalf("in the worktree: %s %q", cx.Status, cx.Output)
+	}
+	if cy.Status != desk.CommandSucceeded || !strings.HasPrefix(cy.Output, "main\nhello\nREADME.md\n") {
+		t.Fatalf("on the checkout: %s %q", cy.Status, cy.Output)
+	}
+	if b, err := os.ReadFile(filepath.Join(wt, "made.txt")); err != nil || string(b) != "from-"+x.ID+"\n" {
+		t.Fatalf("x's file in the worktree: %q %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(co, "made.txt")); err != nil || string(b) != "from-"+y.ID+"\n" {
+		t.Fatalf("y's file in the checkout: %q %v", b, err)
+	}
+	// The file tools see the same /workspace as the commands.
+	if r := w.Admin("GET", "/v1/sessions/"+x.ID+"/guest/file?path=/workspace/made.txt", nil); r.Status != 200 || string(r.Body) != "from-"+x.ID+"\n" {
+		t.Fatalf("x's /workspace/made.txt through the guest API: %d %q", r.Status, r.Body)
+	}
+
+	// A name taken by x is refused for y; bad names and a branch checked
+	// out elsewhere are refused with what was wrong; nothing changes.
+	if r := w.Admin("PATCH", "/v1/sessions/"+y.ID, map[string]any{"worktree": "feature-x"}); r.Status != 409 || !strings.Contains(r.ErrorMessage(), x.ID) {
+		t.Fatalf("taken: %d %s", r.Status, r.Body)
+	}
+	for _, bad := range []string{"../up", "a/b", ".hidden", "x.lock", strings.Repeat("n", 64)} {
+		if r := w.Admin("PATCH", "/v1/sessions/"+y.ID, map[string]any{"worktree": bad}); r.Status != 400 || !strings.Contains(r.ErrorMessage(), "not a worktree name") {
+			t.Fatalf("name %q: %d %s", bad, r.Status, r.Body)
+		}
+	}
+	if r := w.Admin("PATCH", "/v1/sessions/"+y.ID, map[string]any{"worktree": "main"}); r.Status != 409 || !strings.Contains(r.ErrorMessage(), "main") {
+		t.Fatalf("the checkout's own branch: %d %s", r.Status, r.Body)
+	}
+	if g := w.getSession(y.ID); g.Worktree != "" || g.Git.Branch != "main" {
+		t.Fatalf("y after refusals: %+v", g)
+	}
+
+	// Unbinding returns x to the checkout and keeps the worktree; binding
+	// the name again finds it.
+	u := w.patchSession(x.ID, map[string]any{"worktree": ""})
+	if u.Worktree != "" || u.Git == nil || u.Git.Branch != "main" {
+		t.Fatalf("unbound: %+v %+v", u, u.Git)
+	}
+	if _, err := os.Stat(filepath.Join(wt, "made.txt")); err != nil {
+		t.Fatalf("unbinding lost the worktree: %v", err)
+	}
+	if r := w.patchSession(y.ID, map[string]any{"worktree": "feature-x"}); r.Git.Branch != "feature-x" {
+		t.Fatalf("y bound to the freed worktree: %+v", r.Git)
+	}
+}
+
+// TestWorktreeNotGit: a checkout that is not a git repository has no
+// branch to show and no worktrees to bind.
+func TestWorktreeNotGit(t *testing.T) {
+	w := newAgentWorld(t)
+	if g := w.getSession(w.a.ID).Git; g != nil {
+		t.Fatalf("git of a plain checkout: %+v", g)
+	}
+	r := w.Admin("PATCH", "/v1/sessions/"+w.a.ID, map[string]any{"worktree": "feature"})
+	if r.Status != 409 || !strings.Contains(r.ErrorMessage(), "not a git repository") {
+		t.Fatalf("bind on a plain checkout: %d %s", r.Status, r.Body)
+	}
+	if x := w.getSession(w.a.ID); x.Worktree != "" {
+		t.Fatalf("stored anyway: %+v", x)
+	}
+}

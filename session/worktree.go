@@ -1,0 +1,85 @@
+package session
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/checkout"
+	"github.com/desk-runtime/desk/fsjail"
+	"github.com/desk-runtime/desk/layout"
+)
+
+// Worktree binding. A session's /workspace is the workspace's checkout,
+// or, once the session is bound to a worktree (PATCH {"worktree": name}),
+// the git worktree worktrees/<name> of the workspace, made with `git
+// worktree add` on the branch <name> (new from HEAD, or the existing
+// branch). One session per worktree name; unbinding (name "") keeps the
+// worktree and its branch, so nothing is lost, and binding the name again
+// finds it. The binding applies from the session's next turn: a turn
+// keeps the /workspace it started with.
+
+// WorkspaceDir is the host directory behind a session's /workspace.
+func WorkspaceDir(home layout.Home, x *desk.Session) string {
+	if x.Worktree != "" {
+		return home.Abs(x.WorkspaceID, layout.WorktreeRel(x.Worktree))
+	}
+	return home.Abs(x.WorkspaceID, layout.CheckoutDir)
+}
+
+// GitMounts are the extra mounts a sandboxed command of a session bound to
+// a worktree needs for git to work in /workspace: the worktree's .git file
+// names its git directory by host path (inside the checkout's .git), so
+// the checkout's .git is mounted at that same path. Nothing else of the
+// checkout is. Empty for a session on the checkout itself, whose .git is
+// inside /workspace.
+func GitMounts(home layout.Home, x *desk.Session) []fsjail.Mount {
+	if x == nil || x.Worktree == "" {
+		return nil
+	}
+	g, ok := checkout.GitDir(WorkspaceDir(home, x))
+	if !ok {
+		return nil
+	}
+	common := checkout.CommonDir(g)
+	return []fsjail.Mount{{Guest: filepath.ToSlash(common), Host: common}}
+}
+
+// withGit fills in what the session's /workspace has checked out.
+func (s *sessions) withGit(x *desk.Session) *desk.Session {
+	if x == nil {
+		return x
+	}
+	if g, ok := checkout.ReadGit(WorkspaceDir(s.home, x)); ok {
+		g.Worktree = x.Worktree
+		x.Git = &g
+	}
+	return x
+}
+
+// bindWorktree checks and prepares the worktree name for session x:
+// a valid name, a checkout that is a git repository, a name no other
+// session of the workspace is bound to; then the worktree, made when
+// missing. Nothing is stored here: Update stores the binding after.
+func (s *sessions) bindWorktree(ctx context.Context, x *desk.Session, name string) error {
+	if name == "" || name == x.Worktree {
+		return nil
+	}
+	if err := checkout.ValidWorktreeName(name); err != nil {
+		return err
+	}
+	repo := s.home.Abs(x.WorkspaceID, layout.CheckoutDir)
+	if checkout.OpenRepo(repo) == nil {
+		return desk.Errorf(desk.ECONFLICT, "worktree: the workspace's checkout (/workspace) is not a git repository, so it has no worktrees; run git init there first")
+	}
+	all, err := s.store.ListSessions(ctx, desk.SessionFilter{WorkspaceID: x.WorkspaceID})
+	if err != nil {
+		return err
+	}
+	for _, o := range all {
+		if o.ID != x.ID && o.Worktree == name {
+			return desk.Errorf(desk.ECONFLICT, "worktree: %s is taken: session %s is bound to it (unbind it there with {\"worktree\": \"\"}, or choose another name)", name, o.ID)
+		}
+	}
+	return checkout.AddWorktree(ctx, repo, s.home.Abs(x.WorkspaceID, layout.WorktreeRel(name)), name)
+}
