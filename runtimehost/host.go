@@ -238,6 +238,10 @@ func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 		return nil, err
 	}
 	s := &sink{h: h, t: t, c: c, settings: settings}
+	if err := s.userMessage(ctx); err != nil {
+		return nil, err
+	}
+	defer s.assistantMessage()
 	type result struct {
 		res wire.Result
 		err error
@@ -295,6 +299,7 @@ func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 	case wire.StopCancelled:
 		return nil, fmt.Errorf("runtime %s cancelled the turn by itself", rt.Name)
 	}
+	s.reply = reply
 	return &execution.Outcome{Reply: reply}, nil
 }
 
@@ -498,6 +503,7 @@ type sink struct {
 	c        *child
 	settings *desk.AgentSettings
 	text     strings.Builder
+	reply    string                   // the turn's final reply, once it ended
 	cmds     map[string]*desk.Command // runtime tool call id → record
 }
 
