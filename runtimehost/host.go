@@ -267,6 +267,10 @@ func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 		_ = c.conn.Cancel(cctx)
 		select {
 		case r = <-done:
+			if e, ok := c.conn.(wire.EndsAfterCancel); ok && e.EndsAfterCancel() {
+				c.proc.Kill()
+				h.drop(c)
+			}
 		case <-cctx.Done():
 			h.o.Logger.Warn("runtime did not stop its turn in time; killing its process tree", "runtime", rt.Name, "session", x.ID)
 			pcancel()

@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -479,13 +478,46 @@ func noChildren(t *testing.T, pid int, what string) {
 	}
 }
 
-// signalDesk sends sig to a desk process and waits for it to exit.
-func signalDesk(t *testing.T, d *deskProc, sig syscall.Signal) {
-	t.Helper()
-	d.stop(sig)
-}
 
 func terminal(x desk.Execution) bool { return x.Terminal() }
 
 // on is the API for a subtest (its failures end the subtest).
 func (a api) on(t *testing.T) api { a.t = t; return a }
+
+// loggedDesk is a desk process whose log the test keeps.
+type loggedDesk struct {
+	*deskProc
+	mu   sync.Mutex
+	keep []string
+}
+
+// log is desk's log so far (its last 2000 lines).
+func (d *loggedDesk) log() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return strings.Join(d.keep, "\n")
+}
+
+// startLoggedDesk is startDesk keeping desk's log, shown when the test
+// fails (the runtime host logs the child's stderr there).
+func startLoggedDesk(t *testing.T, home string, env ...string) *loggedDesk {
+	t.Helper()
+	cmd, url, lines := startServe(t, home, append([]string{"DESK_ADMIN_TOKEN=" + restartToken}, env...)...)
+	d := &loggedDesk{deskProc: &deskProc{t: t, cmd: cmd, url: url, token: restartToken}}
+	go func() {
+		for l := range lines {
+			d.mu.Lock()
+			d.keep = append(d.keep, l)
+			if len(d.keep) > 2000 {
+				d.keep = d.keep[len(d.keep)-2000:]
+			}
+			d.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("desk's log (pid %d):\n%s", cmd.Process.Pid, d.log())
+		}
+	})
+	return d
+}
