@@ -478,7 +478,6 @@ func noChildren(t *testing.T, pid int, what string) {
 	}
 }
 
-
 func terminal(x desk.Execution) bool { return x.Terminal() }
 
 // on is the API for a subtest (its failures end the subtest).
