@@ -9,7 +9,6 @@ package main
 // only per-protocol parts (the binary, its model server and config).
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,6 +81,7 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 		}
 	})
 
+	outer := t
 	home := filepath.Join(t.TempDir(), "home")
 	env := append([]string{"OPENAI_API_KEY=", "OPENAI_BASE_URL=", "ANTHROPIC_API_KEY=", "ANTHROPIC_BASE_URL="}, deskEnv...)
 	d := startLoggedDesk(t, home, env...)
@@ -263,6 +263,113 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 			t.Fatalf("reply %q", r)
 		}
 	})
+	// kill -9 of desk while a turn runs: the child dies with it (nothing
+	// is left running), the restarted desk settles the turn as
+	// interrupted, and the next turn continues the same native
+	// conversation.
+	t.Run("kill-9-and-restart", func(t *testing.T) {
+		admin := admin.on(t)
+		held := admin.send(ses.ID, turnCrash)
+		m.awaitRequest(t, "HOLD-CRASH")
+		admin.phase(held, desk.PhaseRunning)
+		kids := descendants(d.cmd.Process.Pid)
+		if len(kids) == 0 {
+			t.Fatal("desk has no child process while the runtime's turn runs")
+		}
+		d.stop(syscall.SIGKILL)
+		waitFor(t, 20*time.Second, "the runtime's processes end with desk", func() bool { return len(stillAlive(kids)) == 0 })
+		d = startLoggedDesk(outer, home, env...) // outlives the subtest
+		admin = api{t: t, url: d.url, token: d.token}
+		if x := admin.settled(held); x.Phase != desk.PhaseInterrupted || countEvents(x, "execution.interrupted") != 1 {
+			t.Fatalf("the turn desk died in: %s (%s), events %s", x.Phase, x.Reason, eventTypes(x))
+		}
+		ended(t, admin.settled(admin.send(ses.ID, turnRestart)))
+		if c := m.awaitRequest(t, "AFTER-RESTART"); !c.has("TURN-ONE") || !c.has("QUEUE-SECOND") {
+			t.Fatalf("the turn after the restart is not the same conversation: %q", c.Users)
+		}
+		if got := admin.session(ses.ID).NativeID; got != native {
+			t.Fatalf("native id changed across the restart: %s → %s", native, got)
+		}
+		if r := lastReply(admin, ses.ID); !strings.HasSuffix(r, "Still here after the restart.") {
+			t.Fatalf("reply %q", r)
+		}
+	})
+	admin.url = d.url
+
+	// The archive holds every turn: its inbound message, and its
+	// outbound reply (or how it ended when it did not complete).
+	t.Run("archive", func(t *testing.T) {
+		admin := admin.on(t)
+		recs := admin.archive(ws.ID)
+		var xs struct{ Executions []desk.Execution }
+		admin.must(200, "GET", "/v1/sessions/"+ses.ID+"/executions", nil, &xs)
+		if len(xs.Executions) != 8 { // the turns so far
+			t.Fatalf("%d executions", len(xs.Executions))
+		}
+		want := map[string]string{desk.PhaseEnded: "message_outbound_runtime", desk.PhaseInterrupted: "turn_interrupted", desk.PhaseFailed: "turn_failed"}
+		for _, x := range xs.Executions {
+			var in, out bool
+			for _, r := range recs {
+				typ, _ := r["event_type"].(string)
+				if st, _ := r["system_type"].(string); st != "" {
+					typ = st
+				}
+				in = in || (typ == "message_inbound" && r["message_id"] == x.QueueItemID && r["direction"] == "inbound")
+				out = out || (typ == want[x.Phase] && r["turn_id"] == x.ID)
+			}
+			if !in || !out {
+				for _, r := range recs {
+					t.Logf("archive: %v", r)
+				}
+				t.Fatalf("execution %s (%s): inbound %v, %s %v in the archive", x.ID, x.Phase, in, want[x.Phase], out)
+			}
+			if x.Phase == desk.PhaseEnded {
+				for _, r := range recs {
+					if r["event_type"] == "message_outbound_runtime" && r["turn_id"] == x.ID && (r["direction"] != "outbound" || r["reply"] == "") {
+						t.Fatalf("outbound record %v", r)
+					}
+				}
+			}
+		}
+		var asked bool
+		for _, r := range recs {
+			summary, _ := r["summary"].(string)
+			asked = asked || (r["system_type"] == "approval_requested" && strings.Contains(summary, "approved.txt"))
+		}
+		if !asked {
+			t.Fatal("the runtime's permission request is not in the archive")
+		}
+	})
+
+	// The runtime's state is lost while desk is down: the next turn fails
+	// saying so and what to do, and no new conversation was started (the
+	// model was never asked; the session keeps its native id).
+	t.Run("cannot-load", func(t *testing.T) {
+		admin := admin.on(t)
+		d.stop(syscall.SIGTERM)
+		state := filepath.Join(home, "runtime-state", ws.ID, name)
+		if _, err := os.Stat(state); err != nil {
+			t.Fatalf("the runtime's state directory: %v", err)
+		}
+		if err := os.RemoveAll(state); err != nil {
+			t.Fatal(err)
+		}
+		d = startLoggedDesk(outer, home, env...) // outlives the subtest
+		admin.url = d.url
+		x := admin.settled(admin.send(ses.ID, turnLost))
+		t.Logf("cannot load: %s", x.Reason)
+		if x.Phase != desk.PhaseFailed || !strings.Contains(x.Reason, "cannot reopen") || !strings.Contains(x.Reason, native) ||
+			!strings.Contains(x.Reason, "start a new session") || !strings.Contains(x.Reason, "restore the runtime's state directory") {
+			t.Fatalf("execution %s (%q), want failed with the guidance", x.Phase, x.Reason)
+		}
+		if n := len(m.asking("AFTER-LOSS")); n != 0 {
+			t.Fatalf("a new conversation was started: the model got %d requests for the turn", n)
+		}
+		if got := admin.session(ses.ID).NativeID; got != native {
+			t.Fatalf("native id %s → %s", native, got)
+		}
+		noChildren(t, d.cmd.Process.Pid, "after the turn that could not reopen")
+	})
 }
 
 // ended fails unless the execution completed.
@@ -312,6 +419,3 @@ func failingChild(t *testing.T, admin api, d *loggedDesk, ws, protocol, kind, sc
 	}
 }
 
-var _ = json.Marshal
-var _ = os.Remove
-var _ = syscall.SIGKILL
