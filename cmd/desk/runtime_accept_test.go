@@ -418,4 +418,3 @@ func failingChild(t *testing.T, admin api, d *loggedDesk, ws, protocol, kind, sc
 		t.Fatalf("native id %q recorded from a broken child", s.NativeID)
 	}
 }
-
