@@ -684,7 +684,7 @@ func (s *sink) Permission(ctx context.Context, req wire.PermissionRequest) (wire
 			return wire.PermissionAnswer{}, err
 		}
 		if cur.Status != desk.ApprovalPending {
-			s.archive(&archive.ApprovalResolved{Envelope: env, ApprovalID: ap.ID, Decision: cur.Status, Reason: cur.Reason})
+			// Whoever decided (POST /v1/approvals) archived the decision.
 			cmd.Status = desk.CommandRequested
 			if cur.Status == desk.ApprovalApproved {
 				_ = store.UpdateCommand(bg, cmd)

@@ -331,13 +331,19 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 				}
 			}
 		}
-		var asked bool
+		// The permission request and its answer, each once.
+		var asked, resolved int
 		for _, r := range recs {
 			summary, _ := r["summary"].(string)
-			asked = asked || (r["system_type"] == "approval_requested" && strings.Contains(summary, "approved.txt"))
+			if r["system_type"] == "approval_requested" && strings.Contains(summary, "approved.txt") {
+				asked++
+			}
+			if r["system_type"] == "approval_resolved" && r["decision"] == "approved" {
+				resolved++
+			}
 		}
-		if !asked {
-			t.Fatal("the runtime's permission request is not in the archive")
+		if asked != 1 || resolved != 1 {
+			t.Fatalf("the archive has %d approval_requested and %d approval_resolved records of the runtime's permission request", asked, resolved)
 		}
 	})
 
