@@ -117,8 +117,16 @@ func (s *Service) recoverOne(ctx context.Context, x *desk.Execution, known bool,
 	if x.Phase == desk.PhaseStarting {
 		req.Requeue = true
 	}
-	if _, _, err := s.store.Settle(ctx, req); err != nil && !desk.IsCode(err, desk.ECONFLICT) {
+	settled, _, err := s.store.Settle(ctx, req)
+	if err != nil && !desk.IsCode(err, desk.ECONFLICT) {
 		return err
+	}
+	if err == nil && !req.Requeue {
+		// The turn died with its desk process: the archive says so, as it
+		// does for every turn that ends without a reply.
+		if item, ierr := s.store.GetQueueItem(ctx, x.QueueItemID); ierr == nil {
+			s.archiveSettled(settled, item, nil)
+		}
 	}
 	_ = os.RemoveAll(s.home.Abs(x.WorkspaceID, layout.ScratchRel(x.ID)))
 	s.log.Warn("recovered an execution of a dead desk process", desk.LogExecutionID, x.ID, desk.LogSessionID, x.SessionID,

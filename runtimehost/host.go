@@ -249,6 +249,10 @@ func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 	c.client.begin(t)
 	defer c.client.end()
 	s := &sink{h: h, t: t, c: c, settings: settings}
+	if err := s.userMessage(ctx); err != nil {
+		return nil, err
+	}
+	defer s.assistantMessage()
 	type result struct {
 		res wire.Result
 		err error
@@ -274,6 +278,10 @@ func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 		_ = c.conn.Cancel(cctx)
 		select {
 		case r = <-done:
+			if e, ok := c.conn.(wire.EndsAfterCancel); ok && e.EndsAfterCancel() {
+				c.proc.Kill()
+				h.drop(c)
+			}
 		case <-cctx.Done():
 			h.o.Logger.Warn("runtime did not stop its turn in time; killing its process tree", "runtime", rt.Name, "session", x.ID)
 			pcancel()
@@ -306,6 +314,7 @@ func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 	case wire.StopCancelled:
 		return nil, fmt.Errorf("runtime %s cancelled the turn by itself", rt.Name)
 	}
+	s.reply = reply
 	return &execution.Outcome{Reply: reply}, nil
 }
 
@@ -518,6 +527,7 @@ type sink struct {
 	c        *child
 	settings *desk.AgentSettings
 	text     strings.Builder
+	reply    string                   // the turn's final reply, once it ended
 	cmds     map[string]*desk.Command // runtime tool call id → record
 }
 
@@ -694,7 +704,7 @@ func (s *sink) Permission(ctx context.Context, req wire.PermissionRequest) (wire
 			return wire.PermissionAnswer{}, err
 		}
 		if cur.Status != desk.ApprovalPending {
-			s.archive(&archive.ApprovalResolved{Envelope: env, ApprovalID: ap.ID, Decision: cur.Status, Reason: cur.Reason})
+			// Whoever decided (POST /v1/approvals) archived the decision.
 			cmd.Status = desk.CommandRequested
 			if cur.Status == desk.ApprovalApproved {
 				_ = store.UpdateCommand(bg, cmd)

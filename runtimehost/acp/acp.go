@@ -39,7 +39,8 @@ func (Transport) Attach(ctx context.Context, stdio wire.Stdio, opts wire.Options
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	c := &conn{opts: opts, tools: map[string]*wire.ToolEvent{}, terms: map[string]wire.Terminal{}}
-	c.rpc = sdk.NewClientSideConnection(c, stdio.Stdin, stdio.Stdout)
+	c.out = newStdoutGuard(stdio.Stdout)
+	c.rpc = sdk.NewClientSideConnection(c, stdio.Stdin, c.out)
 	c.rpc.SetLogger(opts.Log)
 	caps := sdk.ClientCapabilities{}
 	if opts.Client != nil {
@@ -52,7 +53,7 @@ func (Transport) Attach(ctx context.Context, stdio wire.Stdio, opts wire.Options
 		ClientInfo:         &sdk.Implementation{Name: "desk", Version: "1"},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("acp initialize: %w", err)
+		return nil, fmt.Errorf("acp initialize: %w", c.out.cause(err))
 	}
 	c.canLoad = init.AgentCapabilities.LoadSession
 	return c, nil
@@ -63,6 +64,7 @@ func (Transport) Attach(ctx context.Context, stdio wire.Stdio, opts wire.Options
 type conn struct {
 	opts    wire.Options
 	rpc     *sdk.ClientSideConnection
+	out     *stdoutGuard
 	canLoad bool
 
 	mu      sync.Mutex
@@ -81,7 +83,7 @@ func (c *conn) Open(ctx context.Context, native string) (string, error) {
 	if native == "" {
 		res, err := c.rpc.NewSession(ctx, sdk.NewSessionRequest{Cwd: c.opts.Cwd, McpServers: []sdk.McpServer{}})
 		if err != nil {
-			return "", fmt.Errorf("acp session/new: %w", err)
+			return "", fmt.Errorf("acp session/new: %w", c.out.cause(err))
 		}
 		c.setSession(res.SessionId)
 		return string(res.SessionId), nil
@@ -138,6 +140,9 @@ func (c *conn) Prompt(ctx context.Context, text string, sink wire.Sink) (wire.Re
 	if err != nil {
 		if ctx.Err() != nil {
 			return wire.Result{}, ctx.Err()
+		}
+		if bad := c.out.cause(err); bad != err {
+			return wire.Result{}, fmt.Errorf("acp session/prompt: %w", bad)
 		}
 		var re *sdk.RequestError
 		if errors.As(err, &re) {

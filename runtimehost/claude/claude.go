@@ -556,6 +556,12 @@ func (c *conn) Cancel(ctx context.Context) error {
 	return c.write(map[string]any{"type": "control_request", "request_id": id, "request": map[string]any{"subtype": "interrupt"}})
 }
 
+// EndsAfterCancel: after an interrupt that cut a streaming model request
+// short, Claude Code (2.1.x, measured) never sends the next user
+// message's request, so the host replaces the process after a cancelled
+// turn; the new one --resumes the conversation, interrupt marker and all.
+func (c *conn) EndsAfterCancel() bool { return true }
+
 // Close closes stdin, which ends Claude Code's input and so the process,
 // and waits (briefly) for stdout to end so the reader is gone.
 func (c *conn) Close() error {

@@ -82,6 +82,15 @@ type Conn interface {
 	Close() error
 }
 
+// EndsAfterCancel is implemented by a Conn whose runtime cannot take
+// another turn on the same process after a cancelled one. The host then
+// stops the child as soon as the cancelled turn ended; the next turn
+// starts a new one that reopens the native conversation exactly, as after
+// any restart.
+type EndsAfterCancel interface {
+	EndsAfterCancel() bool
+}
+
 // Sink receives a turn's events, in order, from Prompt's goroutine or the
 // transport's reader; its methods are safe to call from one goroutine at
 // a time.

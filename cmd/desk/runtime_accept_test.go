@@ -1,0 +1,420 @@
+package main
+
+// The acceptance of external agent runtimes (issue 14), black-box and the
+// same for each of the three protocols: the real desk binary, the real
+// runtime our users run (codex-acp over ACP, codex app-server, Claude
+// Code stream-json, from DESK_NPM_BIN), a strict scripted model server on
+// loopback, and nothing but desk's HTTP API (and its CLI) in between. The
+// body below never asks which protocol it runs; protocolCases holds the
+// only per-protocol parts (the binary, its model server and config).
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/desk-runtime/desk"
+)
+
+// Marker texts of the turns; the scripted model answers by them.
+const (
+	turnOne       = "TURN-ONE: remember that the code word is PLUM."
+	turnTwo       = "TURN-TWO: what was the code word?"
+	turnApprove   = "APPROVE-TURN: write the file approved.txt."
+	turnInterrupt = "HOLD-INTERRUPT: take your time."
+	turnFirst     = "QUEUE-FIRST: the running turn."
+	turnSecond    = "QUEUE-SECOND: the queued follow-up."
+	turnCrash     = "HOLD-CRASH: desk dies during this one."
+	turnRestart   = "AFTER-RESTART: still there?"
+	turnLost      = "AFTER-LOSS: the state is gone."
+
+	approveCommand = "echo approved-by-desk > approved.txt && echo span-$((40+2))"
+)
+
+func TestRuntimeAcceptance(t *testing.T) {
+	for _, pc := range protocolCases {
+		t.Run(pc.protocol, func(t *testing.T) { runtimeAcceptance(t, pc) })
+	}
+}
+
+func runtimeAcceptance(t *testing.T, pc protocolCase) {
+	bin := pc.find(t)
+	release := make(chan struct{}) // ends the held model calls
+	queueGate := make(chan struct{})
+	m := &scriptedModel{arrived: make(chan struct{}, 1)}
+	argv, envNames, deskEnv := pc.model(t, bin, m, func(c modelCall) modelAnswer {
+		switch u := c.lastUser(); {
+		case strings.Contains(u, "TURN-ONE"):
+			return modelAnswer{Text: "Noted: PLUM."}
+		case strings.Contains(u, "TURN-TWO"):
+			return modelAnswer{Text: "The code word was PLUM."}
+		case strings.Contains(u, "APPROVE-TURN"):
+			if len(c.Results) > 0 {
+				return modelAnswer{Text: "The command ran."}
+			}
+			return modelAnswer{Command: approveCommand}
+		case strings.Contains(u, "HOLD-"):
+			return modelAnswer{Wait: release, Text: "too late"}
+		case strings.Contains(u, "QUEUE-FIRST"):
+			return modelAnswer{Wait: queueGate, Text: "First done."}
+		case strings.Contains(u, "QUEUE-SECOND"):
+			return modelAnswer{Text: "Second done."}
+		case strings.Contains(u, "AFTER-RESTART"):
+			return modelAnswer{Text: "Still here after the restart."}
+		}
+		return modelAnswer{Text: "ok"}
+	})
+	// Registered after the model server's cleanup, so it runs first: a
+	// held handler returns before the server waits for it.
+	t.Cleanup(func() { close(release) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, c := range m.requests() {
+				t.Logf("model request %d: users %q results %q", i, c.Users, c.Results)
+			}
+		}
+		if rj := m.rejected(); len(rj) > 0 {
+			t.Errorf("the strict model server refused requests of the runtime: %q", rj)
+		}
+	})
+
+	outer := t
+	home := filepath.Join(t.TempDir(), "home")
+	env := append([]string{"OPENAI_API_KEY=", "OPENAI_BASE_URL=", "ANTHROPIC_API_KEY=", "ANTHROPIC_BASE_URL="}, deskEnv...)
+	d := startLoggedDesk(t, home, env...)
+	admin := api{t: t, url: d.url, token: d.token}
+
+	var ws desk.Workspace
+	admin.must(201, "POST", "/v1/workspaces", map[string]string{"name": "runtimes"}, &ws)
+	// The child runs in the sandbox; it reaches the loopback model server
+	// only with the network on. Approvals are asked of a person.
+	admin.must(200, "PATCH", "/v1/workspaces/"+ws.ID+"/agent", map[string]any{"network": true, "approval_mode": desk.ApprovalModeUser}, nil)
+
+	// Failing children first, while desk has no other child: each fails
+	// its turn naming the cause, and leaves nothing running.
+	t.Run("child-exits-at-once", func(t *testing.T) {
+		failingChild(t, admin, d, ws.ID, pc.protocol, "dies", "echo boom-on-stderr >&2; exit 3", "boom-on-stderr")
+	})
+	t.Run("child-prints-garbage", func(t *testing.T) {
+		failingChild(t, admin, d, ws.ID, pc.protocol, "garbage", "echo this-is-not-the-protocol; exec sleep 300", "this-is-not-the-protocol")
+	})
+
+	name := "rt-" + pc.protocol
+	var rt desk.Runtime
+	admin.must(201, "POST", "/v1/runtimes", map[string]any{"name": name, "protocol": pc.protocol, "argv": argv, "env": envNames}, &rt)
+	if resolved, _ := filepath.EvalSymlinks(bin); rt.Argv[0] != resolved || len(rt.Argv) != len(argv) {
+		t.Fatalf("registered argv %q, want argv[0] resolved to %s", rt.Argv, resolved)
+	}
+	listed := admin.must(200, "GET", "/v1/runtimes", nil, nil)
+	for _, kv := range deskEnv {
+		if v := kv[strings.IndexByte(kv, '=')+1:]; len(v) > 4 && strings.Contains(listed, v) {
+			t.Fatalf("the registry shows the value of %s: %s", kv, listed)
+		}
+	}
+	var ses desk.Session
+	admin.must(201, "POST", "/v1/workspaces/"+ws.ID+"/sessions", map[string]string{"runtime": name, "title": "runtime"}, &ses)
+
+	// Two turns: the second request carries the first (the runtime
+	// remembered it), and the native id is stored once and kept.
+	var native string
+	t.Run("two-turns", func(t *testing.T) {
+		admin := admin.on(t)
+		x1 := admin.settled(admin.send(ses.ID, turnOne))
+		ended(t, x1)
+		native = admin.session(ses.ID).NativeID
+		if native == "" {
+			t.Fatal("the session has no native id after its first turn")
+		}
+		x2 := admin.settled(admin.send(ses.ID, turnTwo))
+		ended(t, x2)
+		if c := m.awaitRequest(t, "TURN-TWO"); !c.has("TURN-ONE") {
+			t.Fatalf("the second turn's request lacks the first: %q", c.Users)
+		}
+		if got := admin.session(ses.ID).NativeID; got != native {
+			t.Fatalf("native id changed: %s → %s", native, got)
+		}
+		// (codex-acp streams Codex's warnings, such as the unknown test
+		// model's, as text before the reply.)
+		if r := lastReply(admin, ses.ID); !strings.HasSuffix(r, "The code word was PLUM.") {
+			t.Fatalf("reply %q", r)
+		}
+	})
+	if native == "" {
+		t.FailNow()
+	}
+
+	// A command that needs permission: a pending desk approval, approved
+	// through the API, then the command runs (the file is in the
+	// workspace) and is a command record with its output in the
+	// transcript.
+	t.Run("approval-and-span", func(t *testing.T) {
+		admin := admin.on(t)
+		exe := admin.send(ses.ID, turnApprove)
+		var ap desk.Approval
+		waitFor(t, 3*time.Minute, "a pending approval", func() bool {
+			var out struct{ Approvals []desk.Approval }
+			admin.must(200, "GET", "/v1/sessions/"+ses.ID+"/approvals?pending=true", nil, &out)
+			if len(out.Approvals) > 0 {
+				ap = out.Approvals[0]
+			}
+			return ap.ID != "" || terminal(admin.execution(exe))
+		})
+		if ap.ID == "" {
+			t.Fatalf("the turn ended without asking: %+v", admin.execution(exe))
+		}
+		if ap.ExecutionID != exe || !strings.Contains(ap.Summary, "approved.txt") {
+			t.Fatalf("approval %+v", ap)
+		}
+		if st, _ := admin.do("GET", "/v1/sessions/"+ses.ID+"/guest/file?path=/workspace/approved.txt", nil, nil); st == 200 {
+			t.Fatal("the file exists before the approval")
+		}
+		admin.must(200, "POST", "/v1/approvals/"+ap.ID, map[string]string{"decision": "approve"}, nil)
+		x := admin.settled(exe)
+		ended(t, x)
+		if _, body := admin.do("GET", "/v1/sessions/"+ses.ID+"/guest/file?path=/workspace/approved.txt", nil, nil); body != "approved-by-desk\n" {
+			t.Fatalf("the approved command's file: %q", body)
+		}
+		if countEvents(x, "tool.call_started") == 0 || countEvents(x, "tool.output") == 0 {
+			t.Fatalf("no tool events: %s", eventTypes(x))
+		}
+		var span *desk.Command
+		for _, msg := range admin.messages(ses.ID) {
+			for _, c := range msg.Commands {
+				if msg.ExecutionID == exe && strings.Contains(c.Output, "span-42") {
+					span = c
+				}
+			}
+		}
+		if span == nil || span.Status != desk.CommandSucceeded || span.Tool != "command" || !strings.Contains(string(span.Arguments), "approved.txt") {
+			t.Fatalf("the transcript shows no settled command span with the output: %+v", admin.messages(ses.ID))
+		}
+	})
+
+	// An interrupt mid-turn: the protocol's cancel stops the child's
+	// turn (the child lives on: desk did not have to kill it), exactly
+	// one execution.interrupted.
+	t.Run("interrupt", func(t *testing.T) {
+		admin := admin.on(t)
+		exe := admin.send(ses.ID, turnInterrupt)
+		m.awaitRequest(t, "HOLD-INTERRUPT")
+		admin.phase(exe, desk.PhaseRunning)
+		kids := descendants(d.cmd.Process.Pid)
+		if len(kids) == 0 {
+			t.Fatalf("desk (pid %d) has no child process while the runtime's turn runs", d.cmd.Process.Pid)
+		}
+		at := time.Now()
+		var res desk.InterruptResult
+		admin.must(200, "POST", "/v1/sessions/"+ses.ID+"/executions/"+exe+"/interrupt", nil, &res)
+		x := admin.settled(exe)
+		took := time.Since(at)
+		t.Logf("interrupt → %s in %v", x.Phase, took)
+		if x.Phase != desk.PhaseInterrupted {
+			t.Fatalf("execution %s (%s)", x.Phase, x.Reason)
+		}
+		if took > 10*time.Second { // the goal is 2 s; generous under CI load
+			t.Fatalf("the interrupt took %v", took)
+		}
+		if n := countEvents(x, "execution.interrupted"); n != 1 {
+			t.Fatalf("%d execution.interrupted events: %s", n, eventTypes(x))
+		}
+		// The protocol's cancel stopped the turn: desk did not have to
+		// kill the child's process tree after the grace.
+		if strings.Contains(d.log(), "killing its process tree") {
+			t.Fatal("the runtime did not stop its turn on the protocol's cancel; desk killed it")
+		}
+	})
+
+	// A follow-up sent while a turn runs waits in the queue and is
+	// delivered after it, in the same conversation.
+	t.Run("queued-follow-up", func(t *testing.T) {
+		admin := admin.on(t)
+		first := admin.send(ses.ID, turnFirst)
+		m.awaitRequest(t, "QUEUE-FIRST")
+		var res desk.SubmitResult
+		admin.must(202, "POST", "/v1/sessions/"+ses.ID+"/messages", map[string]string{"text": turnSecond}, &res)
+		if res.ExecutionID != "" || res.Item.Status != desk.QueueStatusQueued {
+			t.Fatalf("the follow-up did not wait: %+v %+v", res, res.Item)
+		}
+		time.Sleep(time.Second) // it must not reach the runtime while the first runs
+		if n := len(m.asking("QUEUE-SECOND")); n != 0 {
+			t.Fatal("the follow-up reached the model while the first turn ran")
+		}
+		close(queueGate)
+		x1 := admin.settled(first)
+		ended(t, x1)
+		x2 := admin.settled(admin.itemExecution(ses.ID, res.Item.ID))
+		ended(t, x2)
+		if x2.StartedAt == nil || x1.FinishedAt == nil || x2.StartedAt.Before(*x1.FinishedAt) {
+			t.Fatalf("the follow-up started %v, before the first ended %v", x2.StartedAt, x1.FinishedAt)
+		}
+		if c := m.awaitRequest(t, "QUEUE-SECOND"); !c.has("QUEUE-FIRST") || !c.has("TURN-ONE") {
+			t.Fatalf("the follow-up's request is not the same conversation: %q", c.Users)
+		}
+		if r := lastReply(admin, ses.ID); !strings.HasSuffix(r, "Second done.") {
+			t.Fatalf("reply %q", r)
+		}
+	})
+	// kill -9 of desk while a turn runs: the child dies with it (nothing
+	// is left running), the restarted desk settles the turn as
+	// interrupted, and the next turn continues the same native
+	// conversation.
+	t.Run("kill-9-and-restart", func(t *testing.T) {
+		admin := admin.on(t)
+		held := admin.send(ses.ID, turnCrash)
+		m.awaitRequest(t, "HOLD-CRASH")
+		admin.phase(held, desk.PhaseRunning)
+		kids := descendants(d.cmd.Process.Pid)
+		if len(kids) == 0 {
+			t.Fatal("desk has no child process while the runtime's turn runs")
+		}
+		d.stop(syscall.SIGKILL)
+		waitFor(t, 20*time.Second, "the runtime's processes end with desk", func() bool { return len(stillAlive(kids)) == 0 })
+		d = startLoggedDesk(outer, home, env...) // outlives the subtest
+		admin = api{t: t, url: d.url, token: d.token}
+		if x := admin.settled(held); x.Phase != desk.PhaseInterrupted || countEvents(x, "execution.interrupted") != 1 {
+			t.Fatalf("the turn desk died in: %s (%s), events %s", x.Phase, x.Reason, eventTypes(x))
+		}
+		ended(t, admin.settled(admin.send(ses.ID, turnRestart)))
+		if c := m.awaitRequest(t, "AFTER-RESTART"); !c.has("TURN-ONE") || !c.has("QUEUE-SECOND") {
+			t.Fatalf("the turn after the restart is not the same conversation: %q", c.Users)
+		}
+		if got := admin.session(ses.ID).NativeID; got != native {
+			t.Fatalf("native id changed across the restart: %s → %s", native, got)
+		}
+		if r := lastReply(admin, ses.ID); !strings.HasSuffix(r, "Still here after the restart.") {
+			t.Fatalf("reply %q", r)
+		}
+	})
+	admin.url = d.url
+
+	// The archive holds every turn: its inbound message, and its
+	// outbound reply (or how it ended when it did not complete).
+	t.Run("archive", func(t *testing.T) {
+		admin := admin.on(t)
+		recs := admin.archive(ws.ID)
+		var xs struct{ Executions []desk.Execution }
+		admin.must(200, "GET", "/v1/sessions/"+ses.ID+"/executions", nil, &xs)
+		if len(xs.Executions) != 8 { // the turns so far
+			t.Fatalf("%d executions", len(xs.Executions))
+		}
+		want := map[string]string{desk.PhaseEnded: "message_outbound_runtime", desk.PhaseInterrupted: "turn_interrupted", desk.PhaseFailed: "turn_failed"}
+		for _, x := range xs.Executions {
+			var in, out bool
+			for _, r := range recs {
+				typ, _ := r["event_type"].(string)
+				if st, _ := r["system_type"].(string); st != "" {
+					typ = st
+				}
+				in = in || (typ == "message_inbound" && r["message_id"] == x.QueueItemID && r["direction"] == "inbound")
+				out = out || (typ == want[x.Phase] && r["turn_id"] == x.ID)
+			}
+			if !in || !out {
+				for _, r := range recs {
+					t.Logf("archive: %v", r)
+				}
+				t.Fatalf("execution %s (%s): inbound %v, %s %v in the archive", x.ID, x.Phase, in, want[x.Phase], out)
+			}
+			if x.Phase == desk.PhaseEnded {
+				for _, r := range recs {
+					if r["event_type"] == "message_outbound_runtime" && r["turn_id"] == x.ID && (r["direction"] != "outbound" || r["reply"] == "") {
+						t.Fatalf("outbound record %v", r)
+					}
+				}
+			}
+		}
+		// The permission request and its answer, each once.
+		var asked, resolved int
+		for _, r := range recs {
+			summary, _ := r["summary"].(string)
+			if r["system_type"] == "approval_requested" && strings.Contains(summary, "approved.txt") {
+				asked++
+			}
+			if r["system_type"] == "approval_resolved" && r["decision"] == "approved" {
+				resolved++
+			}
+		}
+		if asked != 1 || resolved != 1 {
+			t.Fatalf("the archive has %d approval_requested and %d approval_resolved records of the runtime's permission request", asked, resolved)
+		}
+	})
+
+	// The runtime's state is lost while desk is down: the next turn fails
+	// saying so and what to do, and no new conversation was started (the
+	// model was never asked; the session keeps its native id).
+	t.Run("cannot-load", func(t *testing.T) {
+		admin := admin.on(t)
+		d.stop(syscall.SIGTERM)
+		state := filepath.Join(home, "runtime-state", ws.ID, name)
+		if _, err := os.Stat(state); err != nil {
+			t.Fatalf("the runtime's state directory: %v", err)
+		}
+		if err := os.RemoveAll(state); err != nil {
+			t.Fatal(err)
+		}
+		d = startLoggedDesk(outer, home, env...) // outlives the subtest
+		admin.url = d.url
+		x := admin.settled(admin.send(ses.ID, turnLost))
+		t.Logf("cannot load: %s", x.Reason)
+		if x.Phase != desk.PhaseFailed || !strings.Contains(x.Reason, "cannot reopen") || !strings.Contains(x.Reason, native) ||
+			!strings.Contains(x.Reason, "start a new session") || !strings.Contains(x.Reason, "restore the runtime's state directory") {
+			t.Fatalf("execution %s (%q), want failed with the guidance", x.Phase, x.Reason)
+		}
+		if n := len(m.asking("AFTER-LOSS")); n != 0 {
+			t.Fatalf("a new conversation was started: the model got %d requests for the turn", n)
+		}
+		if got := admin.session(ses.ID).NativeID; got != native {
+			t.Fatalf("native id %s → %s", native, got)
+		}
+		noChildren(t, d.cmd.Process.Pid, "after the turn that could not reopen")
+	})
+}
+
+// ended fails unless the execution completed.
+func ended(t *testing.T, x desk.Execution) {
+	t.Helper()
+	if x.Phase != desk.PhaseEnded {
+		t.Fatalf("execution %s: %s (%s)", x.ID, x.Phase, x.Reason)
+	}
+}
+
+func eventTypes(x desk.Execution) string {
+	var out []string
+	for _, e := range x.Events {
+		out = append(out, e.Type)
+	}
+	return strings.Join(out, " ")
+}
+
+// lastReply is the session's newest assistant text.
+func lastReply(a api, ses string) string {
+	ms := a.messages(ses)
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].Role == desk.RoleAssistant {
+			return ms[i].Text
+		}
+	}
+	return ""
+}
+
+// failingChild registers a runtime of protocol whose child runs script
+// in sh, and checks that a turn on it fails naming want and leaves no
+// process behind.
+func failingChild(t *testing.T, admin api, d *loggedDesk, ws, protocol, kind, script, want string) {
+	admin.t = t
+	name := protocol + "-" + kind
+	admin.must(201, "POST", "/v1/runtimes", map[string]any{"name": name, "protocol": protocol, "argv": []string{"/bin/sh", "-c", script}}, nil)
+	var ses desk.Session
+	admin.must(201, "POST", "/v1/workspaces/"+ws+"/sessions", map[string]string{"runtime": name}, &ses)
+	x := admin.settled(admin.send(ses.ID, "hello"))
+	if x.Phase != desk.PhaseFailed || !strings.Contains(x.Reason, want) {
+		t.Fatalf("execution %s (%q), want failed naming %q", x.Phase, x.Reason, want)
+	}
+	t.Logf("%s: %s", kind, x.Reason)
+	noChildren(t, d.cmd.Process.Pid, "after the failed turn")
+	if s := admin.session(ses.ID); s.NativeID != "" {
+		t.Fatalf("native id %q recorded from a broken child", s.NativeID)
+	}
+}

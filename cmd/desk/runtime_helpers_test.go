@@ -1,0 +1,522 @@
+package main
+
+// Helpers of the runtime acceptance suite (runtime_accept_test.go): the
+// per-protocol part (which real binary, how it is pointed at a scripted
+// model server, how that server's requests read), a neutral script the
+// suite writes once for every protocol, and black-box probes of a running
+// desk binary (its HTTP API, its archive, its process tree).
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent/provider/strict"
+	"github.com/desk-runtime/desk/internal/npmbin"
+)
+
+// modelCall is what the scripted model sees of one request of the
+// runtime's conversation, the same for every protocol.
+type modelCall struct {
+	Users   []string // the user texts of the request, oldest first
+	Results []string // the tool results in its history
+	At      time.Time
+}
+
+// lastUser is the newest user text: what this turn asked.
+func (c modelCall) lastUser() string {
+	if len(c.Users) == 0 {
+		return ""
+	}
+	return c.Users[len(c.Users)-1]
+}
+
+// has says whether any user text of the request contains s.
+func (c modelCall) has(s string) bool {
+	return slices.ContainsFunc(c.Users, func(u string) bool { return strings.Contains(u, s) })
+}
+
+// modelAnswer is the scripted model's answer: text, or a shell command
+// for the runtime to run (one it must ask permission for). Wait, when
+// set, holds the answer until it is closed (a model call in flight).
+type modelAnswer struct {
+	Text    string
+	Command string
+	Wait    <-chan struct{}
+}
+
+// scriptedModel is a protocol's strict model server driven by a neutral
+// script, with a record of the conversation's requests.
+type scriptedModel struct {
+	mu       sync.Mutex
+	calls    []modelCall
+	arrived  chan struct{} // gets a value on each conversation request
+	rejected func() []string
+}
+
+func (m *scriptedModel) record(c modelCall) {
+	c.At = time.Now()
+	m.mu.Lock()
+	m.calls = append(m.calls, c)
+	m.mu.Unlock()
+	select {
+	case m.arrived <- struct{}{}:
+	default:
+	}
+}
+
+// requests returns the conversation's requests so far.
+func (m *scriptedModel) requests() []modelCall {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]modelCall(nil), m.calls...)
+}
+
+// waitFor waits until a request whose newest user text contains s
+// arrived, and returns it.
+func (m *scriptedModel) awaitRequest(t *testing.T, s string) modelCall {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		for _, c := range m.requests() {
+			if strings.Contains(c.lastUser(), s) {
+				return c
+			}
+		}
+		select {
+		case <-m.arrived:
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	t.Fatalf("the model never got a request for %q; refused: %q", s, m.rejected())
+	return modelCall{}
+}
+
+// asking returns the requests whose newest user text contains s.
+func (m *scriptedModel) asking(s string) []modelCall {
+	var out []modelCall
+	for _, c := range m.requests() {
+		if strings.Contains(c.lastUser(), s) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// protocolCase is everything the suite knows of one protocol: the real
+// program, how it is registered, and its model server. Nothing else in
+// the suite depends on which protocol it runs.
+type protocolCase struct {
+	protocol string // the registry's protocol word
+	bin      string // the npm program (internal/npmbin)
+	what     string // what it is, for the skip message
+	// model starts the scripted model server for the runtime at bin and
+	// returns the runtime's argv, the names of the variables it needs
+	// passed through, and their values for desk's environment.
+	model func(t *testing.T, bin string, m *scriptedModel, script func(modelCall) modelAnswer) (argv, envNames, deskEnv []string)
+}
+
+// Codex reads its model provider from -c overrides: the same for codex
+// app-server and codex-acp (which embeds Codex). on-request with a
+// read-only sandbox makes Codex ask before a command that leaves its
+// sandbox (docs/runtimes.md).
+func codexConfig(baseURL string) []string {
+	var out []string
+	for _, kv := range []string{
+		"model_provider=strict", "model_providers.strict.name=strict",
+		"model_providers.strict.base_url=" + baseURL,
+		"model_providers.strict.wire_api=responses",
+		"model_providers.strict.env_key=STRICT_KEY",
+		"model_providers.strict.request_max_retries=0",
+		"model_providers.strict.stream_max_retries=0",
+		"model=gpt-test", "approval_policy=on-request", "sandbox_mode=read-only",
+	} {
+		out = append(out, "-c", kv)
+	}
+	return out
+}
+
+// codexModel serves the OpenAI Responses API; a command is Codex's
+// exec_command asking to leave its sandbox, so Codex asks permission.
+func codexModel(args func(bin, url string) []string) func(*testing.T, string, *scriptedModel, func(modelCall) modelAnswer) ([]string, []string, []string) {
+	return func(t *testing.T, bin string, m *scriptedModel, script func(modelCall) modelAnswer) ([]string, []string, []string) {
+		srv := strict.NewResponses(t)
+		m.rejected = func() []string {
+			var out []string
+			for _, r := range srv.Rejected() {
+				out = append(out, r.Error)
+			}
+			return out
+		}
+		n := 0
+		srv.Respond(func(r strict.ResponsesRequest) strict.Reply {
+			c := modelCall{Users: r.UserTexts()}
+			for _, v := range r.ToolResults() {
+				c.Results = append(c.Results, v)
+			}
+			m.record(c)
+			a := script(c)
+			if a.Wait != nil {
+				<-a.Wait
+			}
+			if a.Command != "" {
+				n++
+				in, _ := json.Marshal(map[string]string{"cmd": a.Command, "sandbox_permissions": "require_escalated", "justification": "the test asks for it"})
+				return strict.Reply{ToolCalls: []strict.Call{{ID: fmt.Sprintf("call_%d", n), Name: "exec_command", Arguments: string(in)}}}
+			}
+			return strict.Reply{Text: a.Text}
+		})
+		return args(bin, srv.BaseURL()), []string{"STRICT_KEY"}, []string{"STRICT_KEY=sk-test"}
+	}
+}
+
+// claudeModel serves the Anthropic Messages API; a command is a Bash
+// call. Claude Code's own side requests (without its tools) get plain
+// text and are not part of the conversation.
+func claudeModel(t *testing.T, bin string, m *scriptedModel, script func(modelCall) modelAnswer) ([]string, []string, []string) {
+	srv := strict.NewAnthropic(t)
+	m.rejected = func() []string {
+		var out []string
+		for _, r := range srv.Rejected() {
+			out = append(out, fmt.Sprintf("%d %s", r.Status, r.Error))
+		}
+		return out
+	}
+	n := 0
+	srv.Respond(func(r strict.Request) strict.Reply {
+		if !slices.Contains(r.ToolNames(), "Bash") {
+			return strict.Reply{Text: "Title"}
+		}
+		c := modelCall{Users: r.UserTexts()}
+		for _, v := range r.ToolResults() {
+			c.Results = append(c.Results, v)
+		}
+		m.record(c)
+		a := script(c)
+		if a.Wait != nil {
+			<-a.Wait
+		}
+		if a.Command != "" {
+			n++
+			in, _ := json.Marshal(map[string]string{"command": a.Command, "description": "run it"})
+			return strict.Reply{ToolCalls: []strict.Call{{ID: fmt.Sprintf("toolu_desk%d", n), Name: "Bash", Arguments: string(in)}}}
+		}
+		return strict.Reply{Text: a.Text}
+	})
+	names := []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER", "DISABLE_ERROR_REPORTING", "DISABLE_BUG_COMMAND"}
+	env := []string{"ANTHROPIC_BASE_URL=" + srv.BaseURL(), "ANTHROPIC_API_KEY=dummy", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_BUG_COMMAND=1"}
+	return []string{bin, "--model", "claude-sonnet-4-5"}, names, env
+}
+
+// protocolCases are the three protocols, each with the real runtime our
+// users run.
+var protocolCases = []protocolCase{
+	{protocol: "acp", bin: "codex-acp", what: "codex-acp (@zed-industries/codex-acp)",
+		model: codexModel(func(bin, url string) []string { return append([]string{bin}, codexConfig(url)...) })},
+	{protocol: "codex-app-server", bin: "codex", what: "Codex (@openai/codex)",
+		model: codexModel(func(bin, url string) []string { return append([]string{bin, "app-server"}, codexConfig(url)...) })},
+	{protocol: "claude-stream-json", bin: "claude", what: "Claude Code (@anthropic-ai/claude-code)", model: claudeModel},
+}
+
+// findRuntime is npmbin.Find for a case.
+func (p protocolCase) find(t *testing.T) string { return npmbin.Find(t, p.bin, p.what) }
+
+// api is a desk's HTTP API as one token sees it.
+type api struct {
+	t     *testing.T
+	url   string
+	token string
+}
+
+// do sends a request and returns the status and the body; out, when not
+// nil, gets the decoded body of a 2xx answer.
+func (a api) do(method, path string, body, out any) (int, string) {
+	a.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, a.url+path, rd)
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	req.Header.Set("Content-Type", "application/json")
+	cl := &http.Client{Timeout: 30 * time.Second}
+	res, err := cl.Do(req)
+	if err != nil {
+		a.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if out != nil && res.StatusCode < 300 {
+		if err := json.Unmarshal(b, out); err != nil {
+			a.t.Fatalf("%s %s: decode %s: %v", method, path, b, err)
+		}
+	}
+	return res.StatusCode, string(b)
+}
+
+// must is do that fails unless the status is want.
+func (a api) must(want int, method, path string, body, out any) string {
+	a.t.Helper()
+	st, b := a.do(method, path, body, out)
+	if st != want {
+		a.t.Fatalf("%s %s = %d %s; want %d", method, path, st, b, want)
+	}
+	return b
+}
+
+// execution reads one execution with its events.
+func (a api) execution(id string) desk.Execution {
+	a.t.Helper()
+	var x desk.Execution
+	a.must(200, "GET", "/v1/executions/"+id, nil, &x)
+	return x
+}
+
+// session reads a session.
+func (a api) session(id string) desk.Session {
+	a.t.Helper()
+	var s desk.Session
+	a.must(200, "GET", "/v1/sessions/"+id, nil, &s)
+	return s
+}
+
+// send submits a message and returns its execution id once it has one.
+func (a api) send(ses, text string) string {
+	a.t.Helper()
+	var res desk.SubmitResult
+	a.must(202, "POST", "/v1/sessions/"+ses+"/messages", map[string]string{"text": text}, &res)
+	if res.ExecutionID != "" {
+		return res.ExecutionID
+	}
+	return a.itemExecution(ses, res.Item.ID)
+}
+
+// itemExecution waits until a queue row has its execution.
+func (a api) itemExecution(ses, item string) string {
+	a.t.Helper()
+	var id string
+	waitFor(a.t, 3*time.Minute, "queue row "+item+" has an execution", func() bool {
+		var q struct{ Items []desk.QueueItem }
+		a.must(200, "GET", "/v1/sessions/"+ses+"/queue?all=true", nil, &q)
+		for _, it := range q.Items {
+			if it.ID == item {
+				id = it.ExecutionID
+			}
+		}
+		return id != ""
+	})
+	return id
+}
+
+// settled waits for an execution to settle and returns it.
+func (a api) settled(id string) desk.Execution {
+	a.t.Helper()
+	var x desk.Execution
+	waitFor(a.t, 4*time.Minute, "execution "+id+" settles", func() bool {
+		x = a.execution(id)
+		return x.Terminal()
+	})
+	return x
+}
+
+// phase waits for an execution to be in phase.
+func (a api) phase(id, phase string) desk.Execution {
+	a.t.Helper()
+	var x desk.Execution
+	waitFor(a.t, 3*time.Minute, "execution "+id+" is "+phase, func() bool {
+		x = a.execution(id)
+		return x.Phase == phase || x.Terminal()
+	})
+	if x.Phase != phase {
+		a.t.Fatalf("execution %s is %s (%s), want %s", id, x.Phase, x.Reason, phase)
+	}
+	return x
+}
+
+// messages lists a session's transcript.
+func (a api) messages(ses string) []desk.Message {
+	a.t.Helper()
+	var out struct{ Messages []desk.Message }
+	a.must(200, "GET", "/v1/sessions/"+ses+"/messages?limit=200", nil, &out)
+	return out.Messages
+}
+
+// archive reads a workspace's archive records.
+func (a api) archive(ws string) []map[string]any {
+	a.t.Helper()
+	_, body := a.do("GET", "/v1/workspaces/"+ws+"/archive", nil, nil)
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var r map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			a.t.Fatalf("archive line %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// countEvents counts an execution's events of type typ.
+func countEvents(x desk.Execution, typ string) int {
+	n := 0
+	for _, e := range x.Events {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// hostProc is one process of the host's process table.
+type hostProc struct {
+	pid, ppid int
+	state     string
+	cmd       string
+}
+
+// processes reads /proc.
+func processes() map[int]hostProc {
+	out := map[int]hostProc{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		out[pid] = hostProc{pid: pid, ppid: ppid, state: f[0], cmd: strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " ")}
+	}
+	return out
+}
+
+// descendants are the live (not zombie) processes under root.
+func descendants(root int) []hostProc {
+	all := processes()
+	kids := map[int][]int{}
+	for _, p := range all {
+		kids[p.ppid] = append(kids[p.ppid], p.pid)
+	}
+	var out []hostProc
+	var walk func(int)
+	walk = func(pid int) {
+		for _, k := range kids[pid] {
+			if p := all[k]; p.state != "Z" {
+				out = append(out, p)
+			}
+			walk(k)
+		}
+	}
+	walk(root)
+	return out
+}
+
+// alive says which of ps still run (not zombies).
+func stillAlive(ps []hostProc) []hostProc {
+	all := processes()
+	var out []hostProc
+	for _, p := range ps {
+		if q, ok := all[p.pid]; ok && q.state != "Z" && q.cmd == p.cmd {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// noChildren waits until the desk process with pid has no descendants.
+func noChildren(t *testing.T, pid int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ds := descendants(pid)
+		if len(ds) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: desk still has child processes: %+v", what, ds)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func terminal(x desk.Execution) bool { return x.Terminal() }
+
+// on is the API for a subtest (its failures end the subtest).
+func (a api) on(t *testing.T) api { a.t = t; return a }
+
+// loggedDesk is a desk process whose log the test keeps.
+type loggedDesk struct {
+	*deskProc
+	mu   sync.Mutex
+	keep []string
+}
+
+// log is desk's log so far (its last 2000 lines).
+func (d *loggedDesk) log() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return strings.Join(d.keep, "\n")
+}
+
+// startLoggedDesk is startDesk keeping desk's log, shown when the test
+// fails (the runtime host logs the child's stderr there).
+func startLoggedDesk(t *testing.T, home string, env ...string) *loggedDesk {
+	t.Helper()
+	cmd, url, lines := startServe(t, home, append([]string{"DESK_ADMIN_TOKEN=" + restartToken}, env...)...)
+	d := &loggedDesk{deskProc: &deskProc{t: t, cmd: cmd, url: url, token: restartToken}}
+	go func() {
+		for l := range lines {
+			d.mu.Lock()
+			d.keep = append(d.keep, l)
+			if len(d.keep) > 2000 {
+				d.keep = d.keep[len(d.keep)-2000:]
+			}
+			d.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("desk's log (pid %d):\n%s", cmd.Process.Pid, d.log())
+		}
+	})
+	return d
+}
