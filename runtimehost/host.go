@@ -387,7 +387,10 @@ func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w
 		}
 	}
 	fm := session.Mounts(h.o.Home, session.View{Session: x, HostPaths: w.HostPaths})
-	mounts, err := sandbox.FromJail(fm)
+	// A session bound to a git worktree also needs the checkout's .git at
+	// its host path for git to work in /workspace (as commands get it);
+	// the fs/* client's jail keeps to the guest mounts.
+	mounts, err := sandbox.FromJail(append(append([]fsjail.Mount{}, fm...), session.GitMounts(h.o.Home, x)...))
 	if err != nil {
 		return nil, err
 	}
