@@ -1,0 +1,399 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/desk-runtime/desk"
+)
+
+// Handler threads black-box through HTTP (issue 12): script sessions
+// whose orchestrator and handlers answer from their own scripts, read
+// back only through the thread routes, the transcript and the queue.
+
+// threadList and episodeList are the thread routes' bodies.
+type threadList struct {
+	Threads []desk.Thread `json:"threads"`
+}
+type episodeList struct {
+	Episodes []desk.Episode `json:"episodes"`
+}
+
+func (w *world) threads(ses string) []desk.Thread {
+	w.T.Helper()
+	var out threadList
+	w.Must(200, "GET", "/v1/sessions/"+ses+"/threads", nil, &out)
+	return out.Threads
+}
+
+func (w *world) episodes(thr string) []desk.Episode {
+	w.T.Helper()
+	var out episodeList
+	w.Must(200, "GET", "/v1/threads/"+thr+"/episodes", nil, &out)
+	return out.Episodes
+}
+
+func (w *world) queueAll(ses string) []desk.QueueItem {
+	w.T.Helper()
+	var q struct{ Items []desk.QueueItem }
+	w.Must(200, "GET", "/v1/sessions/"+ses+"/queue?all=true", nil, &q)
+	return q.Items
+}
+
+// surfaceMessages is one surface's transcript over HTTP.
+func (w *world) surfaceMessages(ses, srf string) []desk.Message {
+	w.T.Helper()
+	var out struct{ Messages []desk.Message }
+	w.Must(200, "GET", "/v1/sessions/"+ses+"/messages?limit=500&surface="+srf, nil, &out)
+	return out.Messages
+}
+
+func joinTexts(ms []desk.Message) string {
+	var b strings.Builder
+	for _, m := range ms {
+		b.WriteString(m.Text)
+		b.WriteString("\n")
+		for _, c := range m.Commands {
+			b.WriteString(string(c.Facts))
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+func byTitle(ts []desk.Thread, title string) desk.Thread {
+	for _, t := range ts {
+		if t.Title == title {
+			return t
+		}
+	}
+	return desk.Thread{}
+}
+
+// notifications counts the thread_report_notification rows of a queue.
+func notifications(q []desk.QueueItem) (n, delivered int) {
+	for _, it := range q {
+		if it.Kind == desk.QueueThreadReport {
+			n++
+			if it.Status == desk.QueueStatusDelivered {
+				delivered++
+			}
+		}
+	}
+	return n, delivered
+}
+
+// threadFixture is a session with one handler thread that reported one
+// update episode, for the OpenAPI contract test.
+func (w *world) threadFixture(t *testing.T) (ses, thr string) {
+	t.Helper()
+	var x desk.Session
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"model": "script", "script": map[string]any{
+		"steps": []map[string]any{
+			calls(tc("thread_start", map[string]any{"threads": []map[string]any{{"title": "fx", "objective": "the fixture"}}})),
+			says("delegated"), says("noted"),
+		},
+		"handlers": map[string]any{"fx": []map[string]any{
+			calls(tc("thread_report", map[string]any{"title": "fx update", "body": "fixture body"})), says("reported"),
+		}},
+	}}, &x)
+	w.Must(202, "POST", "/v1/sessions/"+x.ID+"/messages", map[string]string{"text": "go"}, nil)
+	eventually(t, "the fixture thread to report", func() bool {
+		ts := w.threads(x.ID)
+		if len(ts) == 1 && ts[0].LatestEpisode != nil {
+			thr = ts[0].ID
+		}
+		return thr != ""
+	})
+	return x.ID, thr
+}
+
+// TestThreadsHTTP: an orchestrator starts two handlers in one group, each
+// answering from its own script; one reports an update, then both
+// conclude. The orchestrator's queue gets exactly one notification per
+// episode and its next turns see the bodies; an activating follow-up
+// reopens a concluded thread, a report request produces an update
+// episode, a forked thread's first item carries the orchestrator's
+// earlier message and an isolated one's does not, and a user message to a
+// handler is answered in that thread. Every read is an HTTP route.
+func TestThreadsHTTP(t *testing.T) {
+	w := newAgentWorld(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*agentWait)
+	defer cancel()
+	var x desk.Session
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"model": "script", "script": map[string]any{
+		"steps": []map[string]any{
+			// Turn 1: delegate, and try a handler tool here.
+			calls(tc("thread_start", map[string]any{"threads": []map[string]any{
+				{"title": "alpha", "objective": "do alpha"},
+				{"title": "beta", "objective": "do beta", "history": "forked"},
+			}}), tc("thread_report", map[string]any{"title": "t", "body": "b"})),
+			says("delegated"),
+			// Three notification turns.
+			says("noted 1"), says("noted 2"), says("noted 3"),
+			// The user's "reopen" turn.
+			calls(tc("thread_followup", map[string]any{"thread_ids": []string{"{{thread:alpha}}"}, "text": "alpha-followup-text", "activate": true}),
+				tc("thread_request_report", map[string]any{"thread_id": "{{thread:beta}}", "note": "where are you?"})),
+			says("followed up"),
+			// Two more notification turns.
+			says("noted 4"), says("noted 5"),
+		},
+		"handlers": map[string]any{
+			"alpha": []map[string]any{
+				calls(tc("thread_report", map[string]any{"title": "progress", "body": "alpha-update-body"}),
+					tc("thread_start", map[string]any{"threads": []map[string]any{{"title": "nested", "objective": "no"}}})),
+				calls(tc("thread_report", map[string]any{"title": "done", "body": "alpha-done-body", "outcome": "delivered"})),
+				says("alpha finished"),
+				// The follow-up turn.
+				calls(tc("thread_report", map[string]any{"title": "done again", "body": "alpha-second-body", "outcome": "delivered"})),
+				says("alpha finished again"),
+				// The user's direct message.
+				says("alpha-direct-answer"),
+			},
+			"beta": []map[string]any{
+				calls(tc("thread_report", map[string]any{"title": "beta done", "body": "beta-done-body", "outcome": "delivered"})),
+				says("beta finished"),
+				// The report request's turn.
+				calls(tc("thread_report", map[string]any{"title": "beta status", "body": "beta-status-body"})),
+				says("beta reported"),
+			},
+		},
+	}}, &x)
+	first := w.send(x.ID, "marker-of-the-first-message please delegate")
+	evs := make(chan []sseEvent, 1)
+	go func() {
+		evs <- readSSE(t, ctx, w.Server.URL+"/v1/events?session="+x.ID, w.Token, first.EventsAfter, func(es []sseEvent) bool {
+			n := 0
+			for _, e := range es {
+				if e.typ == "episode.recorded" {
+					n++
+				}
+			}
+			return n == 5
+		})
+	}()
+
+	var ths []desk.Thread
+	eventually(t, "both threads to conclude and three notifications to be delivered", func() bool {
+		ths = w.threads(x.ID)
+		_, d := notifications(w.queueAll(x.ID))
+		return len(ths) == 2 && ths[0].State == desk.ThreadConcluded && ths[1].State == desk.ThreadConcluded && d == 3
+	})
+	alpha, beta := byTitle(ths, "alpha"), byTitle(ths, "beta")
+	if alpha.ID == "" || beta.ID == "" || alpha.GroupID != beta.GroupID || beta.History != desk.HistoryForked || alpha.History != desk.HistoryIsolated {
+		t.Fatalf("threads: %+v", ths)
+	}
+	if alpha.SurfaceID == x.SurfaceID || alpha.SessionID != x.ID || alpha.Objective != "do alpha" {
+		t.Fatalf("alpha: %+v", alpha)
+	}
+	if alpha.LatestEpisode == nil || alpha.LatestEpisode.Title != "done" || alpha.LatestEpisode.Kind != desk.EpisodeConclusion {
+		t.Fatalf("alpha's latest episode: %+v", alpha.LatestEpisode)
+	}
+	var one desk.Thread
+	w.Must(200, "GET", "/v1/threads/"+alpha.ID, nil, &one)
+	if one.ID != alpha.ID || one.SurfaceID != alpha.SurfaceID || one.State != desk.ThreadConcluded {
+		t.Fatalf("GET thread: %+v", one)
+	}
+	var groups struct {
+		ThreadGroups []desk.ThreadGroup `json:"thread_groups"`
+	}
+	w.Must(200, "GET", "/v1/sessions/"+x.ID+"/thread-groups", nil, &groups)
+	if len(groups.ThreadGroups) != 1 || groups.ThreadGroups[0].ID != alpha.GroupID || len(groups.ThreadGroups[0].ThreadIDs) != 2 {
+		t.Fatalf("thread groups: %+v", groups)
+	}
+	es := w.episodes(alpha.ID)
+	if len(es) != 2 || es[0].Kind != desk.EpisodeUpdate || es[0].Outcome != "" || es[0].Body != "alpha-update-body" ||
+		es[1].Kind != desk.EpisodeConclusion || es[1].Outcome != desk.EpisodeDelivered || es[1].Origin.SurfaceID != alpha.SurfaceID {
+		t.Fatalf("alpha's episodes: %+v", es)
+	}
+	// Exactly one notification per episode, on the orchestrator surface.
+	q := w.queueAll(x.ID)
+	if n, _ := notifications(q); n != 3 {
+		t.Fatalf("%d notifications, want 3 (one per episode)", n)
+	}
+	for _, it := range q {
+		if it.Kind == desk.QueueThreadReport && it.SurfaceID != x.SurfaceID {
+			t.Fatalf("a notification on %s, not the orchestrator", it.SurfaceID)
+		}
+	}
+	// The orchestrator's turns saw the bodies, never a handler's reply.
+	orch := joinTexts(w.surfaceMessages(x.ID, x.SurfaceID))
+	for _, want := range []string{"alpha-update-body", "alpha-done-body", "beta-done-body", "noted 3"} {
+		if !strings.Contains(orch, want) {
+			t.Errorf("the orchestrator never saw %s", want)
+		}
+	}
+	if strings.Contains(orch, "alpha finished") {
+		t.Errorf("a handler's reply reached the orchestrator transcript")
+	}
+	// Forked vs isolated first items.
+	firstOf := func(th desk.Thread) string {
+		ms := w.surfaceMessages(x.ID, th.SurfaceID)
+		if len(ms) == 0 {
+			t.Fatalf("thread %s has no transcript", th.ID)
+		}
+		return ms[0].Text
+	}
+	if a, b := firstOf(alpha), firstOf(beta); strings.Contains(a, "marker-of-the-first-message") || !strings.Contains(b, "marker-of-the-first-message") ||
+		!strings.Contains(a, "do alpha") || !strings.Contains(b, "do beta") {
+		t.Fatalf("first items:\nisolated: %s\nforked: %s", a, b)
+	}
+	// Wrong-surface calls are tool results naming why.
+	refused := func(ses desk.Session, srf, tool, why string) {
+		t.Helper()
+		ms, err := w.App.Store.ListMessages(context.Background(), srf, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			if m.Role == desk.RoleTool && m.ToolName == tool {
+				if !m.IsError || !strings.Contains(m.Text, why) {
+					t.Errorf("%s: %s", tool, m.Text)
+				}
+				return
+			}
+		}
+		t.Errorf("no result of %s", tool)
+	}
+	refused(x, x.SurfaceID, "thread_report", "handler-thread tool")
+	refused(x, alpha.SurfaceID, "thread_start", "orchestrator tool")
+
+	// Reopen alpha and ask beta for a report.
+	w.send(x.ID, "reopen alpha and ask beta")
+	eventually(t, "the follow-up and the report request to be answered with two more episodes", func() bool {
+		_, d := notifications(w.queueAll(x.ID))
+		return d == 5
+	})
+	es = w.episodes(alpha.ID)
+	if len(es) != 3 || es[2].Body != "alpha-second-body" || es[2].Kind != desk.EpisodeConclusion {
+		t.Fatalf("alpha after the follow-up: %+v", es)
+	}
+	if got := firstOf(alpha); got == "" || !strings.Contains(joinTexts(w.surfaceMessages(x.ID, alpha.SurfaceID)), "alpha-followup-text") {
+		t.Fatalf("alpha never saw the follow-up")
+	}
+	bs := w.episodes(beta.ID)
+	if len(bs) != 2 || bs[1].Kind != desk.EpisodeUpdate || bs[1].Body != "beta-status-body" {
+		t.Fatalf("beta after the report request: %+v", bs)
+	}
+	var b2 desk.Thread
+	w.Must(200, "GET", "/v1/threads/"+beta.ID, nil, &b2)
+	if b2.State != desk.ThreadConcluded || b2.EpisodeCount != 2 {
+		t.Fatalf("an update episode changed beta's state: %+v", b2)
+	}
+	orch = joinTexts(w.surfaceMessages(x.ID, x.SurfaceID))
+	for _, want := range []string{"alpha-second-body", "beta-status-body"} {
+		if !strings.Contains(orch, want) {
+			t.Errorf("the orchestrator never saw %s", want)
+		}
+	}
+	// The reopened thread went active in between: thread.updated says so.
+	var got []sseEvent
+	select {
+	case got = <-evs:
+	case <-ctx.Done():
+		t.Fatal("the event stream never carried five episode.recorded events")
+	}
+	started, reopened := 0, false
+	for _, e := range got {
+		switch e.typ {
+		case "thread.started":
+			started++
+		case "thread.updated":
+			var ev struct{ Data desk.Thread }
+			if json.Unmarshal([]byte(e.data), &ev) == nil && ev.Data.ID == alpha.ID && ev.Data.State == desk.ThreadActive {
+				reopened = true
+			}
+		}
+	}
+	if started != 2 || !reopened {
+		t.Fatalf("events: %d thread.started, reopened %v", started, reopened)
+	}
+
+	// A user message straight to alpha is answered in alpha.
+	before, _ := notifications(w.queueAll(x.ID))
+	orchBefore := len(w.surfaceMessages(x.ID, x.SurfaceID))
+	res := w.submit(x.ID, "hello alpha, directly", "surface", alpha.SurfaceID)
+	if res.Item.SurfaceID != alpha.SurfaceID {
+		t.Fatalf("the direct message was queued on %s", res.Item.SurfaceID)
+	}
+	eventually(t, "alpha to answer the direct message", func() bool {
+		return strings.Contains(joinTexts(w.surfaceMessages(x.ID, alpha.SurfaceID)), "alpha-direct-answer")
+	})
+	if n, _ := notifications(w.queueAll(x.ID)); n != before {
+		t.Fatalf("a direct reply queued a notification (%d, was %d)", n, before)
+	}
+	if ms := w.surfaceMessages(x.ID, x.SurfaceID); len(ms) != orchBefore || strings.Contains(joinTexts(ms), "alpha-direct-answer") {
+		t.Fatalf("the direct conversation reached the orchestrator transcript")
+	}
+	// Executions keep their surface in the API.
+	var exes struct{ Executions []desk.Execution }
+	w.Must(200, "GET", "/v1/sessions/"+x.ID+"/executions", nil, &exes)
+	onAlpha := 0
+	for _, e := range exes.Executions {
+		if e.SurfaceID == alpha.SurfaceID {
+			onAlpha++
+		}
+	}
+	if onAlpha != 3 { // start, follow-up, direct message
+		t.Fatalf("%d executions on alpha's surface, want 3", onAlpha)
+	}
+}
+
+// TestThreadsHTTPScoping: an actor token sees its own session's threads
+// and gets, for another actor's session's threads, exactly the answer it
+// gets for that session; unknown ids are 404s that name them.
+func TestThreadsHTTPScoping(t *testing.T) {
+	w := newAgentWorld(t)
+	ses, thr := w.threadFixture(t)
+	_, bob := w.newActor("bob")
+	want := w.Req("GET", "/v1/sessions/"+ses, bob, nil)
+	if want.Status != 404 {
+		t.Fatalf("bob reading the owner's session = %d %s", want.Status, want.Body)
+	}
+	for _, p := range []string{"/v1/sessions/" + ses + "/threads", "/v1/sessions/" + ses + "/thread-groups"} {
+		r := w.Req("GET", p, bob, nil)
+		if r.Status != want.Status || r.ErrorMessage() != want.ErrorMessage() {
+			t.Errorf("bob GET %s = %d %s; the session answers %d %s", p, r.Status, r.Body, want.Status, want.Body)
+		}
+	}
+	for _, p := range []string{"/v1/threads/" + thr, "/v1/threads/" + thr + "/episodes"} {
+		r := w.Req("GET", p, bob, nil)
+		if r.Status != 404 || !strings.Contains(r.ErrorMessage(), thr) || strings.Contains(string(r.Body), "fixture body") {
+			t.Errorf("bob GET %s = %d %s", p, r.Status, r.Body)
+		}
+	}
+	// Bob's own session: an empty list, not an error.
+	var mine desk.Session
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]string{"actor": "bob"}, &mine)
+	var out threadList
+	if r := w.Req("GET", "/v1/sessions/"+mine.ID+"/threads", bob, nil); r.Status != 200 {
+		t.Fatalf("bob's own threads = %d %s", r.Status, r.Body)
+	} else if r.Decode(t, &out); len(out.Threads) != 0 {
+		t.Fatalf("bob's session has threads: %+v", out)
+	}
+	// Unknown ids name themselves.
+	for p, name := range map[string]string{
+		"/v1/threads/thr_01JZZZZZZZZZZZZZZZZZZZZZZZ":          "thr_01JZZZZZZZZZZZZZZZZZZZZZZZ",
+		"/v1/threads/thr_01JZZZZZZZZZZZZZZZZZZZZZZZ/episodes": "thr_01JZZZZZZZZZZZZZZZZZZZZZZZ",
+		"/v1/threads/nope": "nope",
+		"/v1/sessions/" + ses + "/threads?thread_group_id=tgr_nope": "tgr_nope",
+		"/v1/sessions/ses_01JZZZZZZZZZZZZZZZZZZZZZZZ/threads":       "ses_01JZZZZZZZZZZZZZZZZZZZZZZZ",
+		"/v1/sessions/ses_01JZZZZZZZZZZZZZZZZZZZZZZZ/thread-groups": "ses_01JZZZZZZZZZZZZZZZZZZZZZZZ",
+	} {
+		r := w.Admin("GET", p, nil)
+		if r.Status != 404 || !strings.Contains(r.ErrorMessage(), name) {
+			t.Errorf("GET %s = %d %s; want 404 naming %s", p, r.Status, r.Body, name)
+		}
+	}
+	// The group filter.
+	var gs struct {
+		ThreadGroups []desk.ThreadGroup `json:"thread_groups"`
+	}
+	w.Must(200, "GET", "/v1/sessions/"+ses+"/thread-groups", nil, &gs)
+	w.Must(200, "GET", "/v1/sessions/"+ses+"/threads?thread_group_id="+gs.ThreadGroups[0].ID, nil, &out)
+	if len(out.Threads) != 1 || out.Threads[0].ID != thr {
+		t.Fatalf("threads of the group: %+v", out)
+	}
+}
