@@ -3,6 +3,9 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -396,4 +399,141 @@ func TestThreadsHTTPScoping(t *testing.T) {
 	if len(out.Threads) != 1 || out.Threads[0].ID != thr {
 		t.Fatalf("threads of the group: %+v", out)
 	}
+}
+
+// TestThreadsDirectConversation: a person talks to a handler thread
+// directly, and request_user_input, approvals and interrupts work there as
+// on the orchestrator; the answer row, the approval and the interrupted
+// execution all belong to the handler surface, and the orchestrator's
+// transcript, queue and executions are untouched by them.
+func TestThreadsDirectConversation(t *testing.T) {
+	needSandbox(t)
+	w := newAgentWorld(t)
+	w.settings(map[string]any{"approval_mode": "user"})
+	var x desk.Session
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"model": "script", "script": map[string]any{
+		"steps": []map[string]any{
+			calls(tc("thread_start", map[string]any{"threads": []map[string]any{{"title": "helper", "objective": "help the user"}}})),
+			says("delegated"),
+		},
+		"handlers": map[string]any{"helper": []map[string]any{
+			says("helper ready"),
+			// "ask me": a question, answered later as its own turn.
+			calls(tc("request_user_input", colorQuestion())), says("red for now"),
+			says("helper-got-the-answer"),
+			// "run it": a gated command.
+			calls(sh("echo helper-ran")), says("helper ran it"),
+			// "go slow": a turn to interrupt.
+			{"text": "slow slow slow slow slow slow", "delay_ms": 60000},
+		}},
+	}}, &x)
+	w.settled(w.send(x.ID, "delegate").ExecutionID)
+	var th desk.Thread
+	eventually(t, "the helper to be ready", func() bool {
+		ts := w.threads(x.ID)
+		if len(ts) != 1 {
+			return false
+		}
+		th = ts[0]
+		return strings.Contains(joinTexts(w.surfaceMessages(x.ID, th.SurfaceID)), "helper ready")
+	})
+	orchMsgs := len(w.surfaceMessages(x.ID, x.SurfaceID))
+	onSurface := func(srf string) int {
+		var exes struct{ Executions []desk.Execution }
+		w.Must(200, "GET", "/v1/sessions/"+x.ID+"/executions", nil, &exes)
+		n := 0
+		for _, e := range exes.Executions {
+			if e.SurfaceID == srf {
+				n++
+			}
+		}
+		return n
+	}
+	orchExes := onSurface(x.SurfaceID)
+
+	// A question on the handler, answered later.
+	ask := w.submit(x.ID, "ask me", "surface", th.SurfaceID)
+	eventually(t, "the helper's question", func() bool { return len(w.inputRequests(x.ID)) == 1 })
+	req := w.inputRequests(x.ID)[0]
+	if req.SurfaceID != th.SurfaceID || req.Status != desk.InputPending {
+		t.Fatalf("the helper's question: %+v", req)
+	}
+	if it := w.item(x.ID, ask.Item.ID); it.SurfaceID != th.SurfaceID {
+		t.Fatalf("the direct message was queued on %s", it.SurfaceID)
+	}
+	// The session's sidebar row shows its orchestrator: the handler's
+	// pending question does not make it look waiting.
+	if cls := w.sidebarRow(x.ID); strings.Contains(cls, "tone-waiting") || !strings.Contains(cls, "row") {
+		t.Fatalf("the session row's classes while the handler asks: %q", cls)
+	}
+	var ans struct {
+		QueuedItem *desk.QueueItem `json:"queued_item"`
+	}
+	w.Must(200, "POST", "/v1/input-requests/"+req.ID+"/answer", map[string]any{"answers": map[string]string{"color": "blue"}}, &ans)
+	if ans.QueuedItem == nil || ans.QueuedItem.SurfaceID != th.SurfaceID {
+		t.Fatalf("the answer row: %+v", ans.QueuedItem)
+	}
+	eventually(t, "the helper to take the answer", func() bool {
+		return strings.Contains(joinTexts(w.surfaceMessages(x.ID, th.SurfaceID)), "helper-got-the-answer")
+	})
+
+	// A gated command on the handler waits for approval, then runs.
+	w.submit(x.ID, "run it", "surface", th.SurfaceID)
+	eventually(t, "the helper's approval request", func() bool { return len(w.approvals(x.ID, true)) == 1 })
+	ap := w.approvals(x.ID, true)[0]
+	if e := w.exe(ap.ExecutionID); e.SurfaceID != th.SurfaceID || e.Phase != desk.PhaseRunning {
+		t.Fatalf("the approval's execution: %+v", e)
+	}
+	w.Must(200, "POST", "/v1/approvals/"+ap.ID, map[string]string{"decision": "approve"}, nil)
+	eventually(t, "the approved command to run", func() bool {
+		return strings.Contains(joinTexts(w.surfaceMessages(x.ID, th.SurfaceID)), "helper ran it")
+	})
+
+	// An interrupt stops exactly the handler's execution.
+	slow := w.submit(x.ID, "go slow", "surface", th.SurfaceID)
+	exe := slow.ExecutionID
+	eventually(t, "the slow turn to run", func() bool {
+		if exe == "" {
+			exe = w.item(x.ID, slow.Item.ID).ExecutionID
+		}
+		return exe != "" && w.exe(exe).Phase == desk.PhaseRunning
+	})
+	var ir desk.InterruptResult
+	w.Must(200, "POST", "/v1/sessions/"+x.ID+"/executions/"+exe+"/interrupt", nil, &ir)
+	if !ir.Stopped {
+		t.Fatalf("interrupt: %+v", ir)
+	}
+	if e := w.settled(exe); e.Phase != desk.PhaseInterrupted || e.SurfaceID != th.SurfaceID {
+		t.Fatalf("the interrupted execution: %+v", e)
+	}
+
+	// None of it reached the orchestrator.
+	if n := len(w.surfaceMessages(x.ID, x.SurfaceID)); n != orchMsgs {
+		t.Fatalf("the orchestrator transcript grew from %d to %d messages", orchMsgs, n)
+	}
+	if n := onSurface(x.SurfaceID); n != orchExes {
+		t.Fatalf("the orchestrator ran %d executions, was %d", n, orchExes)
+	}
+	if n, _ := notifications(w.queueAll(x.ID)); n != 0 {
+		t.Fatalf("%d notifications without a report", n)
+	}
+}
+
+// sidebarRow is the class attribute of a session's row in the web UI's
+// sidebar, read as a signed-in browser would.
+func (w *world) sidebarRow(ses string) string {
+	w.T.Helper()
+	req, _ := http.NewRequest("GET", w.Server.URL+"/w/"+w.ws.ID+"/sidebar", nil)
+	req.AddCookie(&http.Cookie{Name: "desk_token", Value: w.Token})
+	resp, err := w.Server.Client().Do(req)
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	m := regexp.MustCompile(`<li class="([^"]*)" id="row-` + ses + `"`).FindSubmatch(b)
+	if resp.StatusCode != 200 || m == nil {
+		w.T.Fatalf("sidebar = %d, no row for %s:\n%s", resp.StatusCode, ses, b)
+	}
+	return string(m[1])
 }
