@@ -537,3 +537,127 @@ func (w *world) sidebarRow(ses string) string {
 	}
 	return string(m[1])
 }
+
+// toolTexts are the tool results of a surface in call order: name, text
+// and whether it is an error.
+func (w *world) toolTexts(srf string) []desk.Message {
+	w.T.Helper()
+	ms, err := w.App.Store.ListMessages(context.Background(), srf, 0, 0)
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	var out []desk.Message
+	for _, m := range ms {
+		if m.Role == desk.RoleTool {
+			out = append(out, *m)
+		}
+	}
+	return out
+}
+
+// TestThreadsBadInput: thread_start with no threads, with a blank title,
+// with an unknown group and with another session's group; a follow-up and
+// a report request to another session's thread; an empty report — each a
+// tool result that names the problem, with nothing created: no thread, no
+// group, no queue row, no episode, no notification.
+func TestThreadsBadInput(t *testing.T) {
+	w := newAgentWorld(t)
+	// Session A: one thread whose first report is empty.
+	var a desk.Session
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"model": "script", "script": map[string]any{
+		"steps": []map[string]any{
+			calls(tc("thread_start", map[string]any{"threads": []map[string]any{{"title": "gamma", "objective": "g"}}})),
+			says("delegated"), says("noted"),
+		},
+		"handlers": map[string]any{"gamma": []map[string]any{
+			calls(tc("thread_report", map[string]any{"title": " ", "body": ""})),
+			calls(tc("thread_report", map[string]any{"title": "real", "body": "the real body", "outcome": "closed"})),
+			says("gamma done"),
+		}},
+	}}, &a)
+	w.send(a.ID, "go")
+	var gamma desk.Thread
+	eventually(t, "gamma to conclude and the orchestrator to reconcile it", func() bool {
+		ts := w.threads(a.ID)
+		_, d := notifications(w.queueAll(a.ID))
+		if len(ts) == 1 {
+			gamma = ts[0]
+		}
+		return gamma.State == desk.ThreadConcluded && d == 1
+	})
+	if es := w.episodes(gamma.ID); len(es) != 1 || es[0].Title != "real" {
+		t.Fatalf("the empty report made an episode: %+v", es)
+	}
+	if n, _ := notifications(w.queueAll(a.ID)); n != 1 {
+		t.Fatalf("%d notifications for one episode", n)
+	}
+	empty := w.toolTexts(gamma.SurfaceID)
+	if len(empty) < 1 || !empty[0].IsError || !strings.Contains(empty[0].Text, "title and a body") {
+		t.Fatalf("the empty report's result: %+v", empty)
+	}
+	aQueue := len(w.queueAll(a.ID))
+
+	// Session B: every bad call, knowing A's ids.
+	var b desk.Session
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"model": "script", "script": map[string]any{
+		"steps": []map[string]any{
+			calls(
+				tc("thread_start", map[string]any{"threads": []map[string]any{}}),
+				tc("thread_start", map[string]any{"threads": []map[string]any{{"title": "  ", "objective": "y"}}}),
+				tc("thread_start", map[string]any{"threads": []map[string]any{{"title": "x", "objective": "y", "thread_group_id": "tgr_01JZZZZZZZZZZZZZZZZZZZZZZZ"}}}),
+				tc("thread_start", map[string]any{"threads": []map[string]any{{"title": "x", "objective": "y", "thread_group_id": gamma.GroupID}}}),
+				tc("thread_followup", map[string]any{"thread_ids": []string{gamma.ID}, "text": "hi", "activate": true}),
+				tc("thread_request_report", map[string]any{"thread_id": gamma.ID}),
+				tc("thread_episodes", map[string]any{"thread_id": gamma.ID}),
+			),
+			says("all refused"),
+		},
+	}}, &b)
+	w.settled(w.send(b.ID, "try everything").ExecutionID)
+	want := []struct{ tool, why string }{
+		{"thread_start", "threads"},
+		{"thread_start", "title and objective must not be blank"},
+		{"thread_start", "tgr_01JZZZZZZZZZZZZZZZZZZZZZZZ is not a thread group of this session"},
+		{"thread_start", gamma.GroupID + " is not a thread group of this session"},
+		{"thread_followup", gamma.ID + " is not a thread of this session"},
+		{"thread_request_report", gamma.ID + " is not a thread of this session"},
+		{"thread_episodes", gamma.ID + " is not a thread of this session"},
+	}
+	got := w.toolTexts(b.SurfaceID)
+	if len(got) != len(want) {
+		t.Fatalf("%d tool results, want %d: %+v", len(got), len(want), got)
+	}
+	for i, wt := range want {
+		if got[i].ToolName != wt.tool || !got[i].IsError || !strings.Contains(got[i].Text, wt.why) {
+			t.Errorf("result %d (%s): %s; want an error naming %q", i, got[i].ToolName, got[i].Text, wt.why)
+		}
+		if strings.Contains(got[i].Text, "the real body") {
+			t.Errorf("result %d leaked A's episode: %s", i, got[i].Text)
+		}
+	}
+	// Nothing was created, in B or in A.
+	if ts := w.threads(b.ID); len(ts) != 0 {
+		t.Fatalf("B has threads: %+v", ts)
+	}
+	var gs struct {
+		ThreadGroups []desk.ThreadGroup `json:"thread_groups"`
+	}
+	w.Must(200, "GET", "/v1/sessions/"+b.ID+"/thread-groups", nil, &gs)
+	if len(gs.ThreadGroups) != 0 {
+		t.Fatalf("B has thread groups: %+v", gs)
+	}
+	if q := w.queueAll(b.ID); len(q) != 1 {
+		t.Fatalf("B's queue has %d rows, want only the user's message: %+v", len(q), q)
+	}
+	if n := len(w.queueAll(a.ID)); n != aQueue {
+		t.Fatalf("A's queue went from %d to %d rows", aQueue, n)
+	}
+	var g2 desk.Thread
+	w.Must(200, "GET", "/v1/threads/"+gamma.ID, nil, &g2)
+	if g2.State != desk.ThreadConcluded || g2.EpisodeCount != 1 {
+		t.Fatalf("B's calls changed gamma: %+v", g2)
+	}
+	if ts := w.threads(a.ID); len(ts) != 1 {
+		t.Fatalf("A has %d threads", len(ts))
+	}
+}
