@@ -661,3 +661,62 @@ func TestThreadsBadInput(t *testing.T) {
 		t.Fatalf("A has %d threads", len(ts))
 	}
 }
+
+// TestThreadsExportImport: an exported workspace imports with its
+// threads, groups and episodes, and the imported handler thread goes on
+// answering from its script where it left off.
+func TestThreadsExportImport(t *testing.T) {
+	w := newAgentWorld(t)
+	var x desk.Session
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"model": "script", "script": map[string]any{
+		"steps": []map[string]any{
+			calls(tc("thread_start", map[string]any{"threads": []map[string]any{{"title": "mover", "objective": "move"}}})),
+			says("delegated"), says("noted"),
+		},
+		"handlers": map[string]any{"mover": []map[string]any{
+			calls(tc("thread_report", map[string]any{"title": "moved", "body": "moved-body", "outcome": "delivered"})),
+			says("mover done"),
+			says("mover-after-import"),
+		}},
+	}}, &x)
+	w.send(x.ID, "go")
+	eventually(t, "the episode to be reconciled", func() bool {
+		_, d := notifications(w.queueAll(x.ID))
+		return d == 1 && strings.Contains(joinTexts(w.surfaceMessages(x.ID, x.SurfaceID)), "noted")
+	})
+	ths := w.threads(x.ID)
+	eps := w.episodes(ths[0].ID)
+	exported := w.Must(200, "GET", "/v1/workspaces/"+w.ws.ID+"/export", nil, nil).Body
+
+	e2 := newAgentWorld(t)
+	r := e2.Admin("POST", "/v1/workspaces/import", exported)
+	if r.Status != 201 {
+		t.Fatalf("import = %d %s", r.Status, r.Body)
+	}
+	var res desk.ImportResult
+	r.Decode(t, &res)
+	if res.Rows["threads"] != 1 || res.Rows["thread_groups"] != 1 || res.Rows["episodes"] != 1 {
+		t.Fatalf("import rows = %v", res.Rows)
+	}
+	got := e2.threads(x.ID)
+	if len(got) != 1 || got[0].ID != ths[0].ID || got[0].SurfaceID != ths[0].SurfaceID || got[0].State != desk.ThreadConcluded ||
+		got[0].GroupID != ths[0].GroupID || got[0].LatestEpisode == nil || got[0].LatestEpisode.ID != eps[0].ID {
+		t.Fatalf("threads after import: %+v, before %+v", got, ths)
+	}
+	ge := e2.episodes(ths[0].ID)
+	if len(ge) != 1 || ge[0].ID != eps[0].ID || ge[0].Body != "moved-body" || ge[0].NotificationID != eps[0].NotificationID || ge[0].Origin != eps[0].Origin {
+		t.Fatalf("episodes after import: %+v, before %+v", ge, eps)
+	}
+	var gs struct {
+		ThreadGroups []desk.ThreadGroup `json:"thread_groups"`
+	}
+	e2.Must(200, "GET", "/v1/sessions/"+x.ID+"/thread-groups", nil, &gs)
+	if len(gs.ThreadGroups) != 1 || gs.ThreadGroups[0].ID != ths[0].GroupID {
+		t.Fatalf("groups after import: %+v", gs)
+	}
+	// The imported thread answers a direct message from its next step.
+	e2.submit(x.ID, "still there?", "surface", ths[0].SurfaceID)
+	eventually(t, "the imported thread to answer", func() bool {
+		return strings.Contains(joinTexts(e2.surfaceMessages(x.ID, ths[0].SurfaceID)), "mover-after-import")
+	})
+}
