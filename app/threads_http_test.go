@@ -507,6 +507,17 @@ func TestThreadsDirectConversation(t *testing.T) {
 		t.Fatalf("the interrupted execution: %+v", e)
 	}
 
+	// The interrupt's cooldown holds the thread, and the orchestrator's
+	// page does not show it as its own.
+	var bs struct{ Blocks []desk.Block }
+	w.Must(200, "GET", "/v1/sessions/"+x.ID+"/blocks", nil, &bs)
+	if len(bs.Blocks) == 0 || bs.Blocks[0].SurfaceID != th.SurfaceID || !bs.Blocks[0].Active {
+		t.Fatalf("blocks after the handler's interrupt: %+v", bs.Blocks)
+	}
+	if page := w.webPage("/w/" + w.ws.ID + "/s/" + x.ID); strings.Contains(page, "Held back") {
+		t.Fatalf("the orchestrator's page shows the handler's block")
+	}
+
 	// None of it reached the orchestrator.
 	if n := len(w.surfaceMessages(x.ID, x.SurfaceID)); n != orchMsgs {
 		t.Fatalf("the orchestrator transcript grew from %d to %d messages", orchMsgs, n)
@@ -517,6 +528,23 @@ func TestThreadsDirectConversation(t *testing.T) {
 	if n, _ := notifications(w.queueAll(x.ID)); n != 0 {
 		t.Fatalf("%d notifications without a report", n)
 	}
+}
+
+// webPage is a page of the web UI, signed in with the admin token.
+func (w *world) webPage(path string) string {
+	w.T.Helper()
+	req, _ := http.NewRequest("GET", w.Server.URL+path, nil)
+	req.AddCookie(&http.Cookie{Name: "desk_token", Value: w.Token})
+	resp, err := w.Server.Client().Do(req)
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		w.T.Fatalf("GET %s = %d", path, resp.StatusCode)
+	}
+	return string(b)
 }
 
 // sidebarRow is the class attribute of a session's row in the web UI's
