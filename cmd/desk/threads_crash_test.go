@@ -84,6 +84,55 @@ func (c *threadCrash) once(d *deskProc) {
 	}
 }
 
+// streaming reports whether a surface's running execution is streaming
+// its model's answer.
+func (c *threadCrash) streaming(d *deskProc, srf string) bool {
+	x := c.running(d, srf)
+	if x == nil {
+		return false
+	}
+	for _, e := range d.execution(x.ID).Events {
+		if e.Type == "assistant.delta" {
+			return true
+		}
+	}
+	return false
+}
+
+// waitDump is waitUntil that shows the session's rows when it times out.
+func (c *threadCrash) waitDump(d *deskProc, what string, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(restartWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			for _, it := range c.queue(d) {
+				c.t.Logf("row %s %s on %s: %s exe %s", it.ID, it.Kind, it.SurfaceID, it.Status, it.ExecutionID)
+			}
+			for _, x := range c.executions(d) {
+				c.t.Logf("exe %s on %s for %s: %s (%s)", x.ID, x.SurfaceID, x.QueueItemID, x.Phase, x.Reason)
+			}
+			srfs := map[string]bool{}
+			for _, it := range c.queue(d) {
+				srfs[it.SurfaceID] = true
+			}
+			for srf := range srfs {
+				var v struct{ Messages []desk.Message }
+				d.call("GET", "/v1/sessions/"+c.ses.ID+"/messages?limit=500&surface="+srf, nil, &v)
+				for _, m := range v.Messages {
+					c.t.Logf("%s msg %s %s: %.80q", srf, m.ExecutionID, m.Role, m.Text)
+				}
+			}
+			var bs struct{ Blocks []desk.Block }
+			d.call("GET", "/v1/sessions/"+c.ses.ID+"/blocks", nil, &bs)
+			for _, b := range bs.Blocks {
+				c.t.Logf("block %s on %s: %s active %v (%s)", b.ID, b.SurfaceID, b.Kind, b.Active, b.Reason)
+			}
+			c.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // running is the running execution of a surface, or nil.
 func (c *threadCrash) running(d *deskProc, srf string) *desk.Execution {
 	for _, x := range c.executions(d) {
@@ -99,7 +148,12 @@ func TestThreadsKill9(t *testing.T) { threadsKill9(t) }
 func TestThreadsKill9Postgres(t *testing.T) { threadsKill9(t, "DESK_POSTGRES="+pgtest.DSN(t)) }
 
 func threadsKill9(t *testing.T, env ...string) {
-	slow := func(text string) map[string]any { return map[string]any{"text": text, "delay_ms": 60000} }
+	// A slow step streams 600 pieces over a minute, so its first delta
+	// arrives soon and proves the model call (and the script cursor's
+	// step) is under way when desk is killed.
+	slow := func(text string) map[string]any {
+		return map[string]any{"text": text + strings.Repeat(" .", 600), "delay_ms": 60000}
+	}
 	c := &threadCrash{t: t, home: t.TempDir(), env: env}
 	d := c.start()
 	var ws desk.Workspace
@@ -132,7 +186,7 @@ func threadsKill9(t *testing.T, env ...string) {
 			return false
 		}
 		th = ts[0]
-		return c.running(d, c.ses.SurfaceID) != nil && c.running(d, th.SurfaceID) != nil
+		return c.streaming(d, c.ses.SurfaceID) && c.streaming(d, th.SurfaceID)
 	})
 	d.stop(syscall.SIGKILL)
 	d = c.start()
@@ -164,11 +218,11 @@ func threadsKill9(t *testing.T, env ...string) {
 	// 2. kill -9 right after thread_report: the orchestrator is busy, so
 	// the notification waits in its queue; the handler is mid-turn.
 	c.send(d, "be busy", "")
-	waitUntil(t, "the orchestrator to be busy", func() bool { return c.running(d, c.ses.SurfaceID) != nil })
+	waitUntil(t, "the orchestrator to be busy", func() bool { return c.streaming(d, c.ses.SurfaceID) })
 	c.send(d, "report now", th.SurfaceID)
-	waitUntil(t, "the episode and its queued notification", func() bool {
+	c.waitDump(d, "the episode and its queued notification", func() bool {
 		q := kinds(c.queue(d), desk.QueueThreadReport)
-		return len(c.episodes(d, th.ID)) == 1 && len(q) == 1 && c.running(d, th.SurfaceID) != nil
+		return len(c.episodes(d, th.ID)) == 1 && len(q) == 1 && c.streaming(d, th.SurfaceID)
 	})
 	d.stop(syscall.SIGKILL)
 	d = c.start()
@@ -219,8 +273,14 @@ func threadsKill9(t *testing.T, env ...string) {
 // thread per thread_start, with exactly one group and one initial start
 // row; one notification per episode; no queue row run twice; nothing left
 // queued once the session is idle.
-func TestThreadsKill9Random(t *testing.T) {
-	c := &threadCrash{t: t, home: t.TempDir()}
+func TestThreadsKill9Random(t *testing.T) { threadsKill9Random(t) }
+
+func TestThreadsKill9RandomPostgres(t *testing.T) {
+	threadsKill9Random(t, "DESK_POSTGRES="+pgtest.DSN(t))
+}
+
+func threadsKill9Random(t *testing.T, env ...string) {
+	c := &threadCrash{t: t, home: t.TempDir(), env: env}
 	d := c.start()
 	var ws desk.Workspace
 	d.call("POST", "/v1/workspaces", map[string]string{"name": "thread-crash-random"}, &ws)
