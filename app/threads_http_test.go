@@ -222,7 +222,11 @@ func TestThreadsHTTP(t *testing.T) {
 		}
 	}
 	// The orchestrator's turns saw the bodies, never a handler's reply.
-	orch := joinTexts(w.surfaceMessages(x.ID, x.SurfaceID))
+	var orch string
+	eventually(t, "the third notification's turn to answer", func() bool {
+		orch = joinTexts(w.surfaceMessages(x.ID, x.SurfaceID))
+		return strings.Contains(orch, "noted 3")
+	})
 	for _, want := range []string{"alpha-update-body", "alpha-done-body", "beta-done-body", "noted 3"} {
 		if !strings.Contains(orch, want) {
 			t.Errorf("the orchestrator never saw %s", want)
@@ -285,7 +289,10 @@ func TestThreadsHTTP(t *testing.T) {
 	if b2.State != desk.ThreadConcluded || b2.EpisodeCount != 2 {
 		t.Fatalf("an update episode changed beta's state: %+v", b2)
 	}
-	orch = joinTexts(w.surfaceMessages(x.ID, x.SurfaceID))
+	eventually(t, "the fifth notification's turn to answer", func() bool {
+		orch = joinTexts(w.surfaceMessages(x.ID, x.SurfaceID))
+		return strings.Contains(orch, "noted 5")
+	})
 	for _, want := range []string{"alpha-second-body", "beta-status-body"} {
 		if !strings.Contains(orch, want) {
 			t.Errorf("the orchestrator never saw %s", want)
