@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -277,10 +278,10 @@ func (s *Server) tone(ctx context.Context, x *desk.Session) (string, time.Time) 
 		}
 	}
 	if desk.PhaseActive(last.Phase) {
-		if aps, err := s.d.Agent.Approvals(ctx, x.ID, true); err == nil && len(aps) > 0 {
+		if aps, err := s.d.Agent.Approvals(ctx, x.ID, true); err == nil && slices.ContainsFunc(aps, func(a *desk.Approval) bool { return a.ExecutionID == last.ID }) {
 			return "waiting", at
 		}
-		if s.pendingInput(ctx, x.ID) {
+		if s.pendingInput(ctx, x) {
 			return "waiting", at
 		}
 		if ps, err := s.pendingPlans(ctx, last); err == nil && len(ps) > 0 {
@@ -288,7 +289,7 @@ func (s *Server) tone(ctx context.Context, x *desk.Session) (string, time.Time) 
 		}
 		return "running", at
 	}
-	if s.pendingInput(ctx, x.ID) {
+	if s.pendingInput(ctx, x) {
 		return "waiting", at
 	}
 	if last.Phase == desk.PhaseFailed {
@@ -297,13 +298,15 @@ func (s *Server) tone(ctx context.Context, x *desk.Session) (string, time.Time) 
 	return "", at
 }
 
-func (s *Server) pendingInput(ctx context.Context, ses string) bool {
-	rs, err := s.d.Agent.InputRequests(ctx, ses)
+// pendingInput reports a question of the orchestrator surface; a handler
+// thread's questions belong to the thread's own row.
+func (s *Server) pendingInput(ctx context.Context, x *desk.Session) bool {
+	rs, err := s.d.Agent.InputRequests(ctx, x.ID)
 	if err != nil {
 		return false
 	}
 	for _, q := range rs {
-		if q.Status == desk.InputPending {
+		if q.Status == desk.InputPending && q.SurfaceID == x.SurfaceID {
 			return true
 		}
 	}

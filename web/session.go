@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -415,7 +416,8 @@ func (s *Server) runState(ctx context.Context, x *desk.Session) (*runState, erro
 		return nil, err
 	}
 	for _, b := range bs {
-		if b.Active {
+		// A handler thread's block holds the thread, not the orchestrator.
+		if b.Active && (b.SurfaceID == x.SurfaceID || b.SurfaceID == "") {
 			st.Blocks = append(st.Blocks, b)
 		}
 	}
@@ -438,11 +440,14 @@ func (s *Server) label(ctx context.Context, x *desk.Session, st *runState) error
 	if err != nil {
 		return err
 	}
+	// Only the orchestrator turn's own decisions: a handler thread's wait
+	// is the thread's.
+	aps = slices.DeleteFunc(aps, func(a *desk.Approval) bool { return a.ExecutionID != st.Active.ID })
 	if len(aps) > 0 {
 		st.Wait, st.Label = "approval", "Waiting for your approval to run "+aps[0].Tool
 		return nil
 	}
-	if s.pendingInput(ctx, x.ID) {
+	if s.pendingInput(ctx, x) {
 		st.Wait, st.Label = "answer", "Waiting for your answer"
 		return nil
 	}
