@@ -381,6 +381,8 @@ type runState struct {
 	RetryText string
 	// Interrupted says why the last turn was interrupted.
 	Interrupted string
+	// At is the event seq the region was rendered at (see stamp).
+	At int64
 }
 
 // Text is the run bar's words for the active turn.
@@ -558,6 +560,7 @@ func plainInterruption(e *desk.Execution) string {
 type queueView struct {
 	Ses   string
 	Items []*desk.QueueItem
+	At    int64
 }
 
 func (s *Server) queueView(ctx context.Context, ses string) (*queueView, error) {
@@ -580,6 +583,7 @@ type cards struct {
 	Approvals []*desk.Approval
 	Inputs    []*desk.InputRequest
 	Plans     []*planView
+	At        int64
 }
 
 // planView is a plan card with its decoded content.
@@ -674,6 +678,7 @@ type budget struct {
 	// Reported is set when Used starts from the provider's own counts of
 	// the last model call rather than desk's estimate.
 	Reported bool
+	At       int64
 }
 
 func (s *Server) budget(ctx context.Context, x *desk.Session) *budget {
@@ -731,6 +736,7 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	v.WS, v.After, v.Viewer, v.Admin = ws.ID, after, viewer, r.p.Admin
+	stamp([]part{{data: v.Run}, {data: v.Queue}, {data: v.Cards}, {data: v.Budget}, {data: v.Shelf}}, after)
 	title := x.Title
 	if title == "" {
 		title = x.Signature
@@ -975,9 +981,14 @@ func (s *Server) regionParts(ctx context.Context, x *desk.Session, which int) ([
 }
 
 func (s *Server) regions(w http.ResponseWriter, ctx context.Context, x *desk.Session, which int) error {
+	// Read before the regions: the answer shows at least this state.
+	_, at, err := s.d.Store.EventBounds(ctx)
+	if err != nil {
+		return err
+	}
 	parts, err := s.regionParts(ctx, x, which)
 	if err != nil {
 		return err
 	}
-	return s.writeFragments(w, parts...)
+	return s.writeFragments(w, stamp(parts, at)...)
 }

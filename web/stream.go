@@ -231,6 +231,10 @@ func (l *live) emit(seq int64, parts []part, err error) error {
 }
 
 func (l *live) refresh() ([]part, error) {
+	_, at, err := l.s.d.Store.EventBounds(l.ctx)
+	if err != nil {
+		return nil, err
+	}
 	var parts []part
 	if l.x != nil {
 		sync, err := l.sync()
@@ -248,7 +252,7 @@ func (l *live) refresh() ([]part, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(parts, part{"sidebar-oob", sb}), nil
+	return stamp(append(parts, part{"sidebar-oob", sb}), at), nil
 }
 
 func (l *live) current() string {
@@ -327,7 +331,7 @@ func (l *live) sync() ([]part, error) {
 // handle turns one event into fragments.
 func (l *live) handle(e *desk.Event) error {
 	parts, err := l.parts(e)
-	return l.emit(e.Seq, parts, err)
+	return l.emit(e.Seq, stamp(parts, e.Seq), err)
 }
 
 func (l *live) parts(e *desk.Event) ([]part, error) {

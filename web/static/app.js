@@ -273,11 +273,22 @@
   // A redraw that would change nothing is skipped. Every queue, run and
   // sidebar event redraws its whole region; replacing identical nodes
   // would only lose a click that lands mid-swap, or text typed into a card.
+  // A region rendered at an older event seq than the one shown (data-at)
+  // is skipped too: a slow answer to a POST must not undo the stream's
+  // newer redraw (see web/stamp.go).
   document.addEventListener("htmx:oobBeforeSwap", function (e) {
     var d = e.detail, t = d.target, f = d.fragment;
     if (!t || !f || f.childElementCount !== 1) return;
     var n = f.firstElementChild;
-    if (n.id && n.id === t.id && n.isEqualNode(withoutHtmxState(t))) d.shouldSwap = false;
+    if (!n.id || n.id !== t.id) return;
+    var at = n.getAttribute("data-at"), shown = t.getAttribute("data-at");
+    if (at !== null && shown !== null && +at < +shown) { d.shouldSwap = false; return; }
+    var c = withoutHtmxState(t);
+    if (at !== null) c.setAttribute("data-at", at);
+    if (n.isEqualNode(c)) {
+      d.shouldSwap = false;
+      if (at !== null) t.setAttribute("data-at", at);
+    }
   });
   // withoutHtmxState is a copy of el without htmx's transient classes
   // (htmx-request on the button just clicked, htmx-settling…), which the
