@@ -208,9 +208,27 @@ func (s *Server) createSession(w http.ResponseWriter, r *request) error {
 		}
 		in.Script = []byte(sc)
 	}
+	// The palette's "> text" starts a session on the default model with
+	// the text as its first message (desk names it from that message).
+	first := r.PostFormValue("first_message")
+	if first != "" && strings.TrimSpace(first) == "" {
+		return desk.Errorf(desk.EINVALID, "the first message is empty")
+	}
+	if def, derr := s.d.Agent.DefaultModel(); first != "" && in.Model == "" && (def == "" || derr != nil) {
+		// Refused before anything is created: no orphan session.
+		if r.p.Admin {
+			return desk.Errorf(desk.ECONFLICT, "there is no default model to answer the first message: set DESK_MODEL and restart desk, or start a script session from New session")
+		}
+		return desk.Errorf(desk.ECONFLICT, "there is no default model to answer the first message; ask the person who runs this desk to set one")
+	}
 	x, err := s.d.Sessions.Create(r.Context(), in)
 	if err != nil {
 		return err
+	}
+	if first != "" {
+		if _, err := s.d.Exec.Submit(r.Context(), x.ID, desk.SubmitInput{Text: first, Channel: "web"}); err != nil {
+			return err
+		}
 	}
 	redirect(w, r, "/w/"+ws.ID+"/s/"+x.ID)
 	return nil
