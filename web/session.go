@@ -43,6 +43,9 @@ type sessionView struct {
 	// Viewer names this page's hold on the session; its event stream
 	// renews and ends the same hold.
 	Viewer string
+	// Protocol is the wire protocol of a runtime-backed session's runtime
+	// ("" when the runtime is no longer registered).
+	Protocol string
 }
 
 // olderLink loads the page of messages before Before when it scrolls into
@@ -750,8 +753,15 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *request) error {
 
 func (s *Server) sessionView(ctx context.Context, x *desk.Session) (*sessionView, error) {
 	v := &sessionView{S: x, WS: x.WorkspaceID, Model: x.Model}
+	if x.Runtime != "" {
+		if rt, err := s.d.Store.GetRuntime(ctx, x.Runtime); err == nil {
+			v.Protocol = rt.Protocol
+		} else if !desk.IsCode(err, desk.ENOTFOUND) {
+			return nil, err
+		}
+	}
 	def, derr := s.d.Agent.DefaultModel()
-	if v.Model == "" {
+	if v.Model == "" && x.Runtime == "" { // a runtime brings its own model
 		v.Model = def
 		v.NoModel = def == "" || derr != nil
 	}

@@ -71,6 +71,9 @@ type Store interface {
 	GetPlan(ctx context.Context, id string) (*desk.Plan, error)
 	ListExecutions(ctx context.Context, sessionID string, limit int) ([]*desk.Execution, error)
 	EventBounds(ctx context.Context) (min, max int64, err error)
+	// GetRuntime reads the registered runtime a runtime-backed session
+	// names (its protocol is shown in the session header).
+	GetRuntime(ctx context.Context, name string) (*desk.Runtime, error)
 }
 
 // Logs is the app log the logs page shows.
