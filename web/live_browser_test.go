@@ -36,4 +36,8 @@ func TestBrowserLive(t *testing.T) {
 	})
 	s := newSuiteWith(t, app.Config{Model: "openai-compatible:" + srv.BaseURL() + "#test-model"})
 	t.Run("PaletteCommands", func(t *testing.T) { browserPaletteCommands(t, s) })
+	t.Run("OneBlockAndLabels", func(t *testing.T) { browserOneBlockAndLabels(t, s) })
+	t.Run("Retry", func(t *testing.T) { browserRetry(t, s) })
+	t.Run("LiveRenameAndNewRows", func(t *testing.T) { browserLiveRenameAndNewRows(t, s) })
+	t.Run("Restart", func(t *testing.T) { browserRestart(t, s) }) // last: it restarts the desk
 }

@@ -149,10 +149,17 @@ func (s *Server) workspacePage(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
+	// The page's stream (the sidebar's live rows) resumes after the
+	// newest event before the sidebar was read.
+	_, after, err := s.d.Store.EventBounds(r.Context())
+	if err != nil {
+		return err
+	}
 	data, err := s.newSessionData(r, ws)
 	if err != nil {
 		return err
 	}
+	data.After = after
 	l, err := s.page(r, ws, "sessions", ws.Name, "workspace-main", data)
 	if err != nil {
 		return err
@@ -170,6 +177,7 @@ type newSession struct {
 	Models  []string
 	Default string
 	Note    string
+	After   int64
 }
 
 func (s *Server) newSessionData(r *request, ws *desk.Workspace) (*newSession, error) {

@@ -547,10 +547,12 @@ func plainInterruption(e *desk.Execution) string {
 		reason, by = e.Interruption.Reason, e.Interruption.By
 	}
 	switch {
-	case strings.Contains(reason, "restart"):
+	// owner-restarted (desk crashed and a new process found the turn) and
+	// owner-stopping (desk was stopped while the turn ran) read the same:
+	// a page can only show either once desk is serving again, i.e. after
+	// it restarted.
+	case strings.Contains(reason, "restart"), strings.Contains(reason, "stopping"):
 		return "Interrupted because desk restarted."
-	case strings.Contains(reason, "stopping"):
-		return "Interrupted because desk was shutting down."
 	case by != "" && by != "system":
 		return "Stopped."
 	case reason != "":

@@ -259,8 +259,10 @@
   });
   // The page title follows the session's title (renamed anywhere).
   document.addEventListener("htmx:oobAfterSwap", function (e) {
+    // The event's target is the node that was replaced: read the new one.
     var t = e.detail && e.detail.target;
-    if (t && t.id === "ses-title") document.title = t.textContent + " · desk";
+    var h = $("#ses-title");
+    if (t && t.id === "ses-title" && h) document.title = h.textContent + " · desk";
   });
 
   // The Archived group remembers whether it was open.
