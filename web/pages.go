@@ -36,6 +36,8 @@ type sidebar struct {
 	Pinned, Recent, Archived   []row
 	HasPinned                  bool
 	PinnedN, RecentN, ArchiveN int
+	// Thread is the open thread, if a thread page shows the sidebar.
+	Thread string
 }
 
 // row is one session of the sidebar.
@@ -47,6 +49,8 @@ type row struct {
 	// turn's request or settle, or its creation. The sidebar orders by it
 	// (not by metadata changes such as pinning or a read mark).
 	Activity time.Time
+	// Threads are the session's handler threads, nested under its row.
+	Threads []threadRow
 }
 
 // ToneLabel is the words of a row's status dot (the dot is never the only
@@ -253,6 +257,7 @@ func (s *Server) sidebar(ctx context.Context, ws, current string) (*sidebar, err
 	rows := make([]row, 0, len(xs))
 	for _, x := range xs {
 		rw := row{S: x, Current: x.ID == current}
+		rw.Threads = s.threadRows(ctx, x, "")
 		tone, at := s.tone(ctx, x)
 		rw.Activity = at
 		if !x.Archived {

@@ -59,6 +59,8 @@ type olderLink struct {
 type msgView struct {
 	M     *desk.Message
 	Spans []*span
+	// Episode is the episode a thread report notification carries.
+	Episode *threadCard
 }
 
 // span is one tool call shown as an execution span.
@@ -83,6 +85,8 @@ type span struct {
 	Denied string
 	// OOB marks a span sent to replace the one on the page.
 	OOB bool
+	// Threads are the handler threads a thread_start call opened.
+	Threads []*threadCard
 }
 
 // diffFile is one file of an apply_patch result as the span shows it.
@@ -776,6 +780,7 @@ func (s *Server) sessionView(ctx context.Context, x *desk.Session) (*sessionView
 		return nil, err
 	}
 	v.Turns = turns(x.ID, ms, artifactMap(arts))
+	s.threadCards(ctx, x, v.Turns)
 	if len(ms) > 0 {
 		v.LastSeq = ms[len(ms)-1].Seq
 		if ms[0].Seq > 1 {
@@ -838,11 +843,13 @@ func (s *Server) send(w http.ResponseWriter, r *request) error {
 	if strings.TrimSpace(text) == "" {
 		return desk.Errorf(desk.EINVALID, "the message is empty")
 	}
-	if _, err := s.d.Exec.Submit(r.Context(), x.ID, desk.SubmitInput{Text: text, Channel: "web",
+	// A thread page's composer names the handler thread's surface.
+	surface := r.PostFormValue("surface")
+	if _, err := s.d.Exec.Submit(r.Context(), x.ID, desk.SubmitInput{Text: text, Channel: "web", Surface: surface,
 		IdempotencyKey: r.PostFormValue("idempotency_key"), EditOf: r.PostFormValue("edit_of")}); err != nil {
 		return err
 	}
-	if _, err := s.d.UI.SaveDraft(r.Context(), x.ID, "", ""); err != nil {
+	if _, err := s.d.UI.SaveDraft(r.Context(), x.ID, surface, ""); err != nil {
 		return err
 	}
 	return s.regions(w, r.Context(), x, regionQueue|regionRun)
@@ -854,7 +861,7 @@ func (s *Server) saveDraft(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.d.UI.SaveDraft(r.Context(), x.ID, "", r.PostFormValue("text")); err != nil {
+	if _, err := s.d.UI.SaveDraft(r.Context(), x.ID, r.URL.Query().Get("surface"), r.PostFormValue("text")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

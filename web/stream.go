@@ -88,6 +88,10 @@ type live struct {
 	// empty): a new assistant message of the same turn is appended to its
 	// block instead of opening a block of its own.
 	tail *turnView
+	// surface is the conversation the page shows: the session's
+	// orchestrator, or the handler thread a thread page opened.
+	surface string
+	thread  string // the thread a thread page shows
 }
 
 func (s *Server) stream(w http.ResponseWriter, r *request) error {
@@ -116,7 +120,17 @@ func (s *Server) stream(w http.ResponseWriter, r *request) error {
 		if x.WorkspaceID != ws.ID {
 			return desk.Errorf(desk.ENOTFOUND, "session %s not found in workspace %s", x.ID, ws.ID)
 		}
-		l.x = x
+		l.x, l.surface = x, x.SurfaceID
+		if id := q.Get("thread"); id != "" {
+			th, err := s.d.Store.GetThread(r.Context(), id)
+			if err != nil {
+				return err
+			}
+			if th.SessionID != x.ID {
+				return desk.Errorf(desk.ENOTFOUND, "thread %s not found in session %s", id, x.ID)
+			}
+			l.surface, l.thread = th.SurfaceID, th.ID
+		}
 		if err := l.findTail(r.Context()); err != nil {
 			return err
 		}
@@ -252,6 +266,7 @@ func (l *live) refresh() ([]part, error) {
 	if err != nil {
 		return nil, err
 	}
+	markThread(sb, l.thread)
 	return stamp(append(parts, part{"sidebar-oob", sb}), at), nil
 }
 
@@ -265,7 +280,7 @@ func (l *live) current() string {
 // findTail reads which transcript item the page ends with: the last one
 // up to the transcript seq the page (or the reconnecting stream) has.
 func (l *live) findTail(ctx context.Context) error {
-	ms, err := l.s.d.Agent.Transcript(ctx, l.x.SurfaceID, l.tseq+1, pageMessages)
+	ms, err := l.s.d.Agent.Transcript(ctx, l.surface, l.tseq+1, pageMessages)
 	if err != nil {
 		return err
 	}
@@ -287,7 +302,7 @@ type stepTarget struct {
 // assistant message into its turn's block), and retires the streaming
 // text they replace.
 func (l *live) sync() ([]part, error) {
-	ms, err := l.s.d.Agent.Transcript(l.ctx, l.x.SurfaceID, 0, pageMessages)
+	ms, err := l.s.d.Agent.Transcript(l.ctx, l.surface, 0, pageMessages)
 	if err != nil {
 		return nil, err
 	}
@@ -306,8 +321,15 @@ func (l *live) sync() ([]part, error) {
 	}
 	am := artifactMap(arts)
 	var parts []part
+	var views []*turnView // for the thread and episode cards
+	defer func() { l.s.threadCards(l.ctx, l.x, views) }()
 	for _, m := range fresh {
 		v := message(l.x.ID, m, am)
+		if m.Role == desk.RoleAssistant {
+			views = append(views, &turnView{Steps: []*msgView{v}})
+		} else {
+			views = append(views, &turnView{User: v})
+		}
 		if m.Role != desk.RoleAssistant {
 			l.tail = &turnView{User: v}
 			parts = append(parts, part{"append-turns", []*turnView{l.tail}})
@@ -341,7 +363,9 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 		return err
 	}
 	mine := l.x != nil && e.SessionID == l.x.ID
-	orchestrator := mine && (e.SurfaceID == "" || e.SurfaceID == l.x.SurfaceID)
+	// "orchestrator" is the surface the page shows (a thread page shows
+	// its handler's).
+	orchestrator := mine && (e.SurfaceID == "" && l.surface == l.x.SurfaceID || e.SurfaceID == l.surface)
 	typ := e.Type
 	switch {
 	case !mine:
@@ -399,6 +423,7 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 			call := desk.MessageCall{ID: c.CallID, Name: c.Tool, Arguments: c.Arguments}
 			sp := newSpan(l.x.ID, c.ExecutionID, call, &c, artifactMap(arts))
 			sp.OOB = true
+			l.s.threadCards(l.ctx, l.x, []*turnView{{Steps: []*msgView{{Spans: []*span{sp}}}}})
 			parts = append(parts, part{"span-oob", sp})
 		}
 	case typ == "tool.output" && orchestrator:
@@ -443,6 +468,7 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 		if err != nil {
 			return nil, err
 		}
+		markThread(sb, l.thread)
 		parts = append(parts, part{"sidebar-oob", sb})
 	}
 	for _, p := range parts {
@@ -481,5 +507,6 @@ func sidebarEvent(typ string) bool {
 		"assistant.message":
 		return true
 	}
-	return strings.HasPrefix(typ, "approval.") || strings.HasPrefix(typ, "input.") || strings.HasPrefix(typ, "plan.")
+	return strings.HasPrefix(typ, "approval.") || strings.HasPrefix(typ, "input.") || strings.HasPrefix(typ, "plan.") ||
+		strings.HasPrefix(typ, "thread.") || strings.HasPrefix(typ, "episode.")
 }
