@@ -24,7 +24,7 @@
   // Every user message in the transcript is committed (queued ones live in
   // the queue region), so each gets the two actions once.
   function decorate(root) {
-    var ms = root.querySelectorAll ? root.querySelectorAll("article.msg.user[id^='m-msg_']") : [];
+    var ms = root.querySelectorAll ? root.querySelectorAll("article.msg.user:not(.notification)[id^='m-msg_']") : [];
     Array.prototype.forEach.call(ms, function (m) {
       if (m.querySelector(".msg-actions")) return;
       var bar = document.createElement("div");
