@@ -454,6 +454,21 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 		if err := add(l.s.regionParts(l.ctx, l.x, regionCards|regionRun)); err != nil {
 			return nil, err
 		}
+	case strings.HasPrefix(typ, "thread."), strings.HasPrefix(typ, "episode."):
+		// A thread's state and latest report change its cards (and, on
+		// its own page, its header).
+		ths, err := l.s.d.Store.ListThreads(l.ctx, l.x.ID, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, th := range ths {
+			switch {
+			case l.thread == "":
+				parts = append(parts, part{"thread-card-oob", &threadCard{WS: l.ws, Ses: l.x.ID, T: th}})
+			case th.ID == l.thread:
+				parts = append(parts, part{"thread-state-oob", th})
+			}
+		}
 	case strings.HasPrefix(typ, "artifact."):
 		if err := add(l.s.regionParts(l.ctx, l.x, regionShelf)); err != nil {
 			return nil, err

@@ -43,6 +43,7 @@ func TestBrowserThreads(t *testing.T) {
 	tb.wait("the orchestrator's reconciling turn", `document.querySelector("#transcript").textContent.includes("The figures are in")`)
 	th := `document.querySelector("#row-` + x.ID + ` .thread-rows .thread-row")`
 	tb.wait("the nested thread row, concluded, with its latest episode", th+` && `+th+`.querySelector(".thread-title").textContent === "figures" && `+th+`.querySelector(".thread-state").textContent === "concluded" && `+th+`.querySelector(".thread-latest").textContent === "Figures collected"`)
+	tb.wait("the thread card updated live", card+`.querySelector(".tc-state").textContent.trim() === "concluded" && `+card+`.querySelector(".tc-latest").textContent.includes("Figures collected")`)
 	// After a reload the cards are the same (rendered from the store).
 	tb.do("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#composer-text")))
 	tb.wait("the cards after a reload", card+` && document.querySelector("#transcript .episode-card") && `+card+`.querySelector(".tc-state").textContent.trim() === "concluded" && `+card+`.querySelector(".tc-latest").textContent.includes("Figures collected")`)
