@@ -87,7 +87,10 @@ func (s *Server) page(r *request, ws *desk.Workspace, nav, title, main string, d
 	l.WSSuffix = workspaceSuffixes(l.Workspaces)
 	if ws != nil {
 		cur := ""
-		if x, ok := data.(*sessionView); ok {
+		switch x := data.(type) {
+		case *sessionView:
+			cur = x.S.ID
+		case *threadView:
 			cur = x.S.ID
 		}
 		if l.Side, err = s.sidebar(r.Context(), ws.ID, cur); err != nil {
@@ -308,10 +311,14 @@ func (s *Server) tone(ctx context.Context, x *desk.Session) (string, time.Time) 
 		}
 	}
 	if desk.PhaseActive(last.Phase) {
-		if aps, err := s.d.Agent.Approvals(ctx, x.ID, true); err == nil && len(aps) > 0 {
-			return "waiting", at
+		if aps, err := s.d.Agent.Approvals(ctx, x.ID, true); err == nil {
+			for _, a := range aps {
+				if a.ExecutionID == last.ID {
+					return "waiting", at
+				}
+			}
 		}
-		if s.pendingInput(ctx, x.ID) {
+		if s.pendingInputOf(ctx, x.ID, last.ID) {
 			return "waiting", at
 		}
 		if ps, err := s.pendingPlans(ctx, last); err == nil && len(ps) > 0 {
@@ -319,7 +326,7 @@ func (s *Server) tone(ctx context.Context, x *desk.Session) (string, time.Time) 
 		}
 		return "running", at
 	}
-	if s.pendingInput(ctx, x.ID) {
+	if s.pendingInputOn(ctx, x.ID, x.SurfaceID) {
 		return "waiting", at
 	}
 	if last.Phase == desk.PhaseFailed {
@@ -328,13 +335,24 @@ func (s *Server) tone(ctx context.Context, x *desk.Session) (string, time.Time) 
 	return "", at
 }
 
-func (s *Server) pendingInput(ctx context.Context, ses string) bool {
+// pendingInputOf reports whether execution exe waits on a question.
+func (s *Server) pendingInputOf(ctx context.Context, ses, exe string) bool {
+	return s.pendingInputWhere(ctx, ses, func(q *desk.InputRequest) bool { return q.ExecutionID == exe })
+}
+
+// pendingInputOn reports whether a question of surface waits (a
+// non-blocking one outlives its turn).
+func (s *Server) pendingInputOn(ctx context.Context, ses, surface string) bool {
+	return s.pendingInputWhere(ctx, ses, func(q *desk.InputRequest) bool { return q.SurfaceID == surface || q.SurfaceID == "" })
+}
+
+func (s *Server) pendingInputWhere(ctx context.Context, ses string, ok func(*desk.InputRequest) bool) bool {
 	rs, err := s.d.Agent.InputRequests(ctx, ses)
 	if err != nil {
 		return false
 	}
 	for _, q := range rs {
-		if q.Status == desk.InputPending {
+		if q.Status == desk.InputPending && ok(q) {
 			return true
 		}
 	}

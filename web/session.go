@@ -390,6 +390,8 @@ type runState struct {
 	Interrupted string
 	// At is the event seq the region was rendered at (see stamp).
 	At int64
+	// Surface is the conversation the bar is about (Retry re-sends there).
+	Surface string
 }
 
 // Text is the run bar's words for the active turn.
@@ -404,7 +406,7 @@ func (r *runState) Text() string {
 }
 
 func (s *Server) runState(ctx context.Context, x *desk.Session) (*runState, error) {
-	st := &runState{Ses: x.ID}
+	st := &runState{Ses: x.ID, Surface: x.SurfaceID}
 	exes, err := s.d.Store.ListExecutions(ctx, x.ID, 5)
 	if err != nil {
 		return nil, err
@@ -447,11 +449,13 @@ func (s *Server) label(ctx context.Context, x *desk.Session, st *runState) error
 	if err != nil {
 		return err
 	}
-	if len(aps) > 0 {
-		st.Wait, st.Label = "approval", "Waiting for your approval to run "+aps[0].Tool
-		return nil
+	for _, a := range aps {
+		if a.ExecutionID == st.Active.ID {
+			st.Wait, st.Label = "approval", "Waiting for your approval to run "+a.Tool
+			return nil
+		}
 	}
-	if s.pendingInput(ctx, x.ID) {
+	if s.pendingInputOf(ctx, x.ID, st.Active.ID) {
 		st.Wait, st.Label = "answer", "Waiting for your answer"
 		return nil
 	}
@@ -572,14 +576,14 @@ type queueView struct {
 	At    int64
 }
 
-func (s *Server) queueView(ctx context.Context, ses string) (*queueView, error) {
-	items, err := s.d.Exec.Queue(ctx, ses, false)
+func (s *Server) queueView(ctx context.Context, x *desk.Session) (*queueView, error) {
+	items, err := s.d.Exec.Queue(ctx, x.ID, false)
 	if err != nil {
 		return nil, err
 	}
-	q := &queueView{Ses: ses}
+	q := &queueView{Ses: x.ID}
 	for _, it := range items {
-		if it.Status == desk.QueueStatusQueued {
+		if it.Status == desk.QueueStatusQueued && (it.SurfaceID == x.SurfaceID || it.SurfaceID == "") {
 			q.Items = append(q.Items, it)
 		}
 	}
@@ -606,15 +610,31 @@ type planView struct {
 func (s *Server) cards(ctx context.Context, x *desk.Session, run *runState) (*cards, error) {
 	c := &cards{Ses: x.ID}
 	var err error
-	if c.Approvals, err = s.d.Agent.Approvals(ctx, x.ID, true); err != nil {
+	aps, err := s.d.Agent.Approvals(ctx, x.ID, true)
+	if err != nil {
 		return nil, err
+	}
+	// Each surface's page shows the decisions its own turns wait for.
+	exes, err := s.d.Store.ListExecutions(ctx, x.ID, 50)
+	if err != nil {
+		return nil, err
+	}
+	surf := map[string]string{}
+	for _, e := range exes {
+		surf[e.ID] = e.SurfaceID
+	}
+	for _, a := range aps {
+		at, ok := surf[a.ExecutionID]
+		if at == x.SurfaceID || !ok { // an unknown execution's: shown everywhere, never hidden
+			c.Approvals = append(c.Approvals, a)
+		}
 	}
 	rs, err := s.d.Agent.InputRequests(ctx, x.ID)
 	if err != nil {
 		return nil, err
 	}
 	for _, q := range rs {
-		if q.Status == desk.InputPending {
+		if q.Status == desk.InputPending && (q.SurfaceID == x.SurfaceID || q.SurfaceID == "") {
 			c.Inputs = append(c.Inputs, q)
 		}
 	}
@@ -790,7 +810,7 @@ func (s *Server) sessionView(ctx context.Context, x *desk.Session) (*sessionView
 	if v.Run, err = s.runState(ctx, x); err != nil {
 		return nil, err
 	}
-	if v.Queue, err = s.queueView(ctx, x.ID); err != nil {
+	if v.Queue, err = s.queueView(ctx, x); err != nil {
 		return nil, err
 	}
 	if v.Cards, err = s.cards(ctx, x, v.Run); err != nil {
@@ -852,7 +872,7 @@ func (s *Server) send(w http.ResponseWriter, r *request) error {
 	if _, err := s.d.UI.SaveDraft(r.Context(), x.ID, surface, ""); err != nil {
 		return err
 	}
-	return s.regions(w, r.Context(), x, regionQueue|regionRun)
+	return s.regions(w, r.Context(), onSurface(x, surface), regionQueue|regionRun)
 }
 
 func (s *Server) saveDraft(w http.ResponseWriter, r *request) error {
@@ -878,10 +898,11 @@ func (s *Server) queueOp(w http.ResponseWriter, r *request) error {
 	if !ok {
 		return desk.Errorf(desk.EINVALID, "queue operation %q must be steer, cancel, front or back", r.PathValue("op"))
 	}
-	if _, err := s.d.Exec.QueueOp(r.Context(), x.ID, r.PathValue("q"), op); err != nil {
+	it, err := s.d.Exec.QueueOp(r.Context(), x.ID, r.PathValue("q"), op)
+	if err != nil {
 		return err
 	}
-	return s.regions(w, r.Context(), x, regionQueue)
+	return s.regions(w, r.Context(), onSurface(x, it.SurfaceID), regionQueue)
 }
 
 // stop interrupts exactly the execution the button was drawn for.
@@ -893,7 +914,7 @@ func (s *Server) stop(w http.ResponseWriter, r *request) error {
 	if _, err := s.d.Exec.Interrupt(r.Context(), x.ID, r.PathValue("exe")); err != nil {
 		return err
 	}
-	return s.regions(w, r.Context(), x, regionRun|regionQueue|regionCards)
+	return s.regions(w, r.Context(), onSurface(x, s.exeSurface(r.Context(), r.PathValue("exe"))), regionRun|regionQueue|regionCards)
 }
 
 func (s *Server) decideApproval(w http.ResponseWriter, r *request) error {
@@ -905,7 +926,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	return s.regions(w, r.Context(), x, regionCards|regionRun)
+	return s.regions(w, r.Context(), onSurface(x, s.exeSurface(r.Context(), ap.ExecutionID)), regionCards|regionRun)
 }
 
 // answerInput collects one answer per question: the custom text when one
@@ -933,7 +954,7 @@ func (s *Server) answerInput(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	return s.regions(w, r.Context(), x, regionCards|regionQueue|regionRun)
+	return s.regions(w, r.Context(), onSurface(x, req.SurfaceID), regionCards|regionQueue|regionRun)
 }
 
 func (s *Server) decidePlan(w http.ResponseWriter, r *request) error {
@@ -945,7 +966,7 @@ func (s *Server) decidePlan(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	return s.regions(w, r.Context(), x, regionCards|regionRun)
+	return s.regions(w, r.Context(), onSurface(x, s.exeSurface(r.Context(), p.ExecutionID)), regionCards|regionRun)
 }
 
 // Regions of the session page that answers and the event stream re-render
@@ -973,7 +994,7 @@ func (s *Server) regionParts(ctx context.Context, x *desk.Session, which int) ([
 		parts = append(parts, part{"run-oob", run})
 	}
 	if which&regionQueue != 0 {
-		q, err := s.queueView(ctx, x.ID)
+		q, err := s.queueView(ctx, x)
 		if err != nil {
 			return nil, err
 		}

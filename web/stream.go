@@ -256,7 +256,7 @@ func (l *live) refresh() ([]part, error) {
 			return nil, err
 		}
 		parts = append(parts, sync...)
-		rp, err := l.s.regionParts(l.ctx, l.x, regionRun|regionQueue|regionCards|regionBudget|regionShelf)
+		rp, err := l.s.regionParts(l.ctx, l.view(), regionRun|regionQueue|regionCards|regionBudget|regionShelf)
 		if err != nil {
 			return nil, err
 		}
@@ -269,6 +269,9 @@ func (l *live) refresh() ([]part, error) {
 	markThread(sb, l.thread)
 	return stamp(append(parts, part{"sidebar-oob", sb}), at), nil
 }
+
+// view is the session as the page's surface shows it.
+func (l *live) view() *desk.Session { return onSurface(l.x, l.surface) }
 
 func (l *live) current() string {
 	if l.x == nil {
@@ -375,7 +378,7 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 			return nil, err
 		}
 		if opened { // the run bar now says the reply is being written
-			if err := add(l.s.regionParts(l.ctx, l.x, regionRun)); err != nil {
+			if err := add(l.s.regionParts(l.ctx, l.view(), regionRun)); err != nil {
 				return nil, err
 			}
 		}
@@ -397,7 +400,7 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 		if err := add(l.sync()); err != nil {
 			return nil, err
 		}
-		if err := add(l.s.regionParts(l.ctx, l.x, regionRun)); err != nil {
+		if err := add(l.s.regionParts(l.ctx, l.view(), regionRun)); err != nil {
 			return nil, err
 		}
 	case typ == "session.updated":
@@ -411,7 +414,7 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 		if err := add(l.sync()); err != nil {
 			return nil, err
 		}
-		if err := add(l.s.regionParts(l.ctx, l.x, regionRun)); err != nil {
+		if err := add(l.s.regionParts(l.ctx, l.view(), regionRun)); err != nil {
 			return nil, err
 		}
 		var c desk.Command
@@ -443,15 +446,15 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 				delete(l.bubbles, e.ExecutionID)
 			}
 		}
-		if err := add(l.s.regionParts(l.ctx, l.x, regionRun|regionQueue|regionCards|regionBudget)); err != nil {
+		if err := add(l.s.regionParts(l.ctx, l.view(), regionRun|regionQueue|regionCards|regionBudget)); err != nil {
 			return nil, err
 		}
 	case strings.HasPrefix(typ, "queue."):
-		if err := add(l.s.regionParts(l.ctx, l.x, regionQueue)); err != nil {
+		if err := add(l.s.regionParts(l.ctx, l.view(), regionQueue)); err != nil {
 			return nil, err
 		}
 	case strings.HasPrefix(typ, "approval."), strings.HasPrefix(typ, "input."), strings.HasPrefix(typ, "plan."):
-		if err := add(l.s.regionParts(l.ctx, l.x, regionCards|regionRun)); err != nil {
+		if err := add(l.s.regionParts(l.ctx, l.view(), regionCards|regionRun)); err != nil {
 			return nil, err
 		}
 	case strings.HasPrefix(typ, "thread."), strings.HasPrefix(typ, "episode."):
@@ -470,11 +473,11 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 			}
 		}
 	case strings.HasPrefix(typ, "artifact."):
-		if err := add(l.s.regionParts(l.ctx, l.x, regionShelf)); err != nil {
+		if err := add(l.s.regionParts(l.ctx, l.view(), regionShelf)); err != nil {
 			return nil, err
 		}
 	case strings.HasPrefix(typ, "block."):
-		if err := add(l.s.regionParts(l.ctx, l.x, regionRun)); err != nil {
+		if err := add(l.s.regionParts(l.ctx, l.view(), regionRun)); err != nil {
 			return nil, err
 		}
 	}

@@ -104,25 +104,19 @@ func (s *Server) threadPage(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.sessionView(r.Context(), x)
+	// The session as the thread's surface shows it: its transcript, run
+	// bar, queue and cards are the thread's. Transcript seqs count per
+	// surface, so the stream resumes after the thread's own last message.
+	v, err := s.sessionView(r.Context(), onSurface(x, th.SurfaceID))
 	if err != nil {
 		return err
 	}
-	ms, err := s.d.Agent.Transcript(r.Context(), th.SurfaceID, 0, pageMessages)
+	d, err := s.d.UI.Draft(r.Context(), x.ID, th.SurfaceID)
 	if err != nil {
 		return err
 	}
-	arts, err := s.d.Artifacts.List(r.Context(), x.ID)
-	if err != nil {
-		return err
-	}
-	v.Turns = turns(x.ID, ms, artifactMap(arts))
-	// Transcript seqs count per surface: the stream resumes after the
-	// thread's own last message.
-	v.Older, v.LastSeq = nil, 0
-	if len(ms) > 0 {
-		v.LastSeq = ms[len(ms)-1].Seq
-	}
+	v.Draft = d.Text
+	stamp([]part{{data: v.Run}, {data: v.Queue}, {data: v.Cards}}, after)
 	v.WS, v.After, v.Admin = ws.ID, after, r.p.Admin
 	l, err := s.page(r, ws, "sessions", th.Title, "thread-main", &threadView{sessionView: v, T: th})
 	if err != nil {
@@ -190,4 +184,25 @@ func (s *Server) threadCards(ctx context.Context, x *desk.Session, ts []*turnVie
 			}
 		}
 	}
+}
+
+// onSurface is x as one of its surfaces shows it: the regions of a page
+// (run bar, queue, cards) read the surface the page shows, so a thread's
+// page shows the thread's turn and the orchestrator's page only its own.
+func onSurface(x *desk.Session, surface string) *desk.Session {
+	if surface == "" || surface == x.SurfaceID {
+		return x
+	}
+	c := *x
+	c.SurfaceID = surface
+	return &c
+}
+
+// exeSurface finds the surface an execution ran on ("" when unknown).
+func (s *Server) exeSurface(ctx context.Context, id string) string {
+	e, err := s.d.Exec.Execution(ctx, id)
+	if err != nil {
+		return ""
+	}
+	return e.SurfaceID
 }

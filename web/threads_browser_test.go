@@ -31,6 +31,7 @@ func TestBrowserThreads(t *testing.T) {
 		"handlers": map[string]any{"figures": []any{
 			call("thread_report", map[string]any{"title": "Figures collected", "body": "North **14**, South **11**.", "outcome": "delivered"}),
 			map[string]any{"text": "Reported the figures."},
+			call("exec_command", map[string]any{"command": "echo from-the-thread"}),
 			map[string]any{"text": "Yes, I am the figures thread."},
 		}},
 	}}, &x)
@@ -70,6 +71,14 @@ func TestBrowserThreads(t *testing.T) {
 	tb.wait("the thread row marked current", `!!document.querySelector(".thread-row .row-link[aria-current=page]")`)
 	tb.send("Are you there?")
 	tb.wait("the direct message on the thread page", `[...document.querySelectorAll("#transcript .msg.user")].some(m => m.textContent.includes("Are you there?"))`)
+	// The handler's command waits for approval: the thread's page and row
+	// say so, the orchestrator's row does not.
+	tb.wait("the thread's run bar waiting", `(() => { const r = document.querySelector("#run .run-text"); return r && r.dataset.wait === "approval" && r.textContent === "Waiting for your approval to run exec_command"; })()`)
+	tb.wait("the thread row waiting", `!!document.querySelector(".thread-row.tone-waiting")`)
+	if cls := evalJS[string](tb, `document.querySelector("#row-`+x.ID+`").className`); strings.Contains(cls, "tone-") {
+		t.Errorf("the handler's wait colours the orchestrator's row: %q", cls)
+	}
+	tb.do("approve on the thread page", chromedp.Click(chromedp.CSS(`#cards .card.approval button[value=approve]`)))
 	tb.wait("the handler's live answer", `[...document.querySelectorAll("#transcript .msg.assistant")].some(m => m.textContent.includes("Yes, I am the figures thread."))`)
 	var ths []*desk.Thread
 	ths, err := s.f.e.App.Store.ListThreads(tb.ctx, x.ID, "")
