@@ -38,6 +38,7 @@ func TestBrowserLive(t *testing.T) {
 	t.Run("PaletteCommands", func(t *testing.T) { browserPaletteCommands(t, s) })
 	t.Run("OneBlockAndLabels", func(t *testing.T) { browserOneBlockAndLabels(t, s) })
 	t.Run("Retry", func(t *testing.T) { browserRetry(t, s) })
+	t.Run("PlanWaits", func(t *testing.T) { browserPlanWaits(t, s) })
 	t.Run("LiveRenameAndNewRows", func(t *testing.T) { browserLiveRenameAndNewRows(t, s) })
 	t.Run("Restart", func(t *testing.T) { browserRestart(t, s) }) // last: it restarts the desk
 }

@@ -162,3 +162,30 @@ func (s *suite) restart(t *testing.T, down func()) {
 	srv.Start()
 	e.Server = srv
 }
+
+// A plan card is "waiting" like an approval or a question: the row's dot,
+// its words and the run bar say so; the legend explains the dots.
+func browserPlanWaits(t *testing.T, s *suite) {
+	x := s.f.script(t, "Plan demo",
+		map[string]any{"tool_calls": []any{map[string]any{"name": "clarify", "arguments": map[string]any{
+			"plan": map[string]any{"title": "Ship the report", "steps": []any{"Draft it", "Check the numbers"}}}}}},
+		map[string]any{"text": "Following the plan."})
+	tb := s.tab(t)
+	tb.openSession(x)
+	tb.send("Plan the report first")
+	tb.wait("the plan card", `(() => { const c = document.querySelector("#cards .card.plan"); return c && c.textContent.includes("Ship the report"); })()`)
+	tb.wait("the run bar waiting on the plan", `(() => { const r = document.querySelector("#run .run-text"); return r && r.dataset.wait === "plan" && r.textContent === "Waiting for your decision on the plan"; })()`)
+	tb.wait("the row waiting, in words", `(() => { const r = document.querySelector("#row-`+x.ID+`"); return r && r.classList.contains("tone-waiting") && !r.classList.contains("tone-running") && r.querySelector(".tone").getAttribute("aria-label").startsWith("Waiting for you"); })()`)
+	tb.do("open the legend", chromedp.Click(chromedp.CSS("#legend > summary")))
+	legend := evalJS[[]string](tb, `[...document.querySelectorAll("#legend li")].map(l => l.className + ":" + l.textContent.trim())`)
+	if len(legend) != 4 || !strings.HasPrefix(legend[1], "tone-waiting:Waiting for you") || !strings.Contains(legend[1], "plan decision") {
+		t.Errorf("legend = %v", legend)
+	}
+	// The waiting dot has its own shape, not only its colour.
+	if shape := evalJS[string](tb, `(() => { const w = getComputedStyle(document.querySelector("#legend .tone-waiting .tone")), r = getComputedStyle(document.querySelector("#legend .tone-running .tone")); return w.backgroundColor === r.backgroundColor && w.borderStyle === r.borderStyle && w.borderRadius === r.borderRadius ? "same" : "differs"; })()`); shape != "differs" {
+		t.Error("the waiting and running dots look the same")
+	}
+	tb.do("approve the plan", chromedp.Click(chromedp.CSS(`#cards .card.plan button[value=approve]`)))
+	tb.wait("the turn to go on", `[...document.querySelectorAll("#transcript .msg.assistant")].some(m => m.textContent.includes("Following the plan."))`)
+	tb.wait("the row idle", `!document.querySelector("#row-`+x.ID+`").className.includes("tone-")`)
+}
