@@ -78,6 +78,17 @@ func TestBrowserThreads(t *testing.T) {
 	if cls := evalJS[string](tb, `document.querySelector("#row-`+x.ID+`").className`); strings.Contains(cls, "tone-") {
 		t.Errorf("the handler's wait colours the orchestrator's row: %q", cls)
 	}
+	// The orchestrator's own page shows neither the handler's card nor a
+	// waiting turn; its palette offers the thread in command mode.
+	ob := s.tab(t)
+	ob.openSession(x)
+	ob.wait("the orchestrator page at rest", `document.querySelector("#run .run-text").textContent === "Ready."`)
+	if n := evalJS[int](ob, `document.querySelectorAll("#cards .card").length`); n != 0 {
+		t.Errorf("the orchestrator's page shows %d cards of the handler's turn", n)
+	}
+	ob.do("ctrl+k >", chromedp.KeyEvent("k", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		chromedp.WaitVisible(chromedp.CSS("#palette-input")), chromedp.SendKeys(chromedp.CSS("#palette-input"), ">fig"))
+	ob.wait("the thread in command mode", `[...document.querySelectorAll("#palette-list [role=option]")].some(o => o.textContent === "Open thread: figures")`)
 	tb.do("approve on the thread page", chromedp.Click(chromedp.CSS(`#cards .card.approval button[value=approve]`)))
 	tb.wait("the handler's live answer", `[...document.querySelectorAll("#transcript .msg.assistant")].some(m => m.textContent.includes("Yes, I am the figures thread."))`)
 	var ths []*desk.Thread
