@@ -80,7 +80,7 @@ type Episode struct {
 	SessionID   string `json:"session_id"`
 	WorkspaceID string `json:"workspace_id"`
 	Kind        string `json:"kind"`
-	Outcome     string `json:"outcome,omitempty"`
+	Outcome     string `json:"outcome"`
 	Title       string `json:"title"`
 	Body        string `json:"body"`
 	// Origin is stamped by the server from the execution that reported it.
@@ -97,7 +97,7 @@ type Episode struct {
 type EpisodeSummary struct {
 	ID        string    `json:"id"`
 	Kind      string    `json:"kind"`
-	Outcome   string    `json:"outcome,omitempty"`
+	Outcome   string    `json:"outcome"`
 	Title     string    `json:"title"`
 	CreatedAt time.Time `json:"created_at"`
 }

@@ -193,15 +193,36 @@ func (a *Agent) provider(ctx context.Context, x *desk.Session, th *desk.Thread) 
 			if h == nil {
 				return nil, spec, fmt.Errorf("the script of session %s has no handlers entry for the thread titled %q (%s): add \"handlers\": {%q: [steps]} to the script", x.ID, th.Title, th.ID, th.Title)
 			}
-			return &script.Provider{Script: h, Cursor: threadCursor{a.store, th.ID}, Session: x.ID + " (handler thread " + th.ID + ")"}, spec, nil
+			return &script.Provider{Script: h, Cursor: threadCursor{a.store, th.ID}, Session: x.ID + " (handler thread " + th.ID + ")", Refs: a.scriptRefs(x)}, spec, nil
 		}
-		return &script.Provider{Script: scr, Cursor: cursor{a.store, x.ID}, Session: x.ID}, spec, nil
+		return &script.Provider{Script: scr, Cursor: cursor{a.store, x.ID}, Session: x.ID, Refs: a.scriptRefs(x)}, spec, nil
 	}
 	if a.opts.Providers == nil {
 		return nil, spec, fmt.Errorf("no provider for %s", spec)
 	}
 	p, err := a.opts.Providers(spec)
 	return p, spec, err
+}
+
+// scriptRefs resolves a script's {{thread:<title>}} and
+// {{thread_group:<title>}} placeholders against x's threads: the latest
+// thread with that title.
+func (a *Agent) scriptRefs(x *desk.Session) func(ctx context.Context, kind, title string) (string, error) {
+	return func(ctx context.Context, kind, title string) (string, error) {
+		ts, err := a.store.ListThreads(ctx, x.ID, "")
+		if err != nil {
+			return "", err
+		}
+		for i := len(ts) - 1; i >= 0; i-- {
+			if ts[i].Title == title {
+				if kind == "thread_group" {
+					return ts[i].GroupID, nil
+				}
+				return ts[i].ID, nil
+			}
+		}
+		return "", fmt.Errorf("session %s has no thread titled %q yet", x.ID, title)
+	}
 }
 
 // cursor is the durable script cursor of a session.

@@ -65,6 +65,9 @@ func TestOpenAPIMatchesHandlers(t *testing.T) {
 			ops++
 			name := strings.ToUpper(method) + " " + p
 			fx := w.fixtures(t)
+			if strings.Contains(p, "thread") {
+				fx.thrSes, fx.thr = w.threadFixture(t)
+			}
 			url, body := fx.request(t, name, p, op)
 			// docs/api.md: every JSON body accepts and ignores "origin".
 			body = withOrigin(t, body)
@@ -154,6 +157,7 @@ type fixtureSet struct {
 	apr, inp, pln                 string
 	rt                            string // a registered runtime
 	msg                           string // the committed user message "first" of ses
+	thrSes, thr                   string // a session with a reported handler thread, and the thread
 	// idle is a workspace with nothing running (to offboard), departed
 	// one already offboarded (to restore or purge).
 	idle, departed string
@@ -282,6 +286,7 @@ func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (st
 		url = strings.Replace(url, f.ws, f.departed, 1)
 	}
 	url = f.tpl.rewrite(p, url, f.ws)
+	url = strings.NewReplacer("{thr}", f.thr, "/sessions/"+f.ses+"/thread", "/sessions/"+f.thrSes+"/thread").Replace(url)
 	var q []string
 	for _, prm := range asList(op["parameters"]) {
 		m := prm.(map[string]any)

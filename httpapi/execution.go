@@ -65,7 +65,7 @@ func executionRoutes() []route {
 			Resp: "Session", Status: 200, handle: (*Server).recall},
 		{Method: "POST", Path: "/v1/resolve", Tag: "sessions", Summary: "Follow-up resolution: exact, unavailable (with the reason and the preserved origin), or reconstructed.",
 			Body: "ResolveRequest", Resp: "Resolution", Status: 200, handle: (*Server).resolve},
-		{Method: "GET", Path: "/v1/events", Tag: "execution", Summary: "Live events (queue, execution, artifact, block) as server-sent events; the id only grows and Last-Event-ID resumes without gaps within the retention window.",
+		{Method: "GET", Path: "/v1/events", Tag: "execution", Summary: "Live events (queue, execution, artifact, block, session, thread and episode) as server-sent events; the id only grows and Last-Event-ID resumes without gaps within the retention window.",
 			Query: []param{{Name: "workspace", Type: "string", Doc: "only this workspace"}, {Name: "session", Type: "string", Doc: "only this session"},
 				{Name: "execution", Type: "string", Doc: "only this execution"}, {Name: "last_event_id", Type: "integer", Doc: "resume after this id (as the Last-Event-ID header)"}},
 			Resp: "EventStream", Status: 200, handle: (*Server).events},

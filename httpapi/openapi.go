@@ -39,6 +39,7 @@ var paramDocs = map[string]string{
 	"pln":  "plan id (pln_…)",
 	"name": "runtime name",
 	"msg":  "message id (msg_…)",
+	"thr":  "thread id (thr_…)",
 }
 
 // OpenAPI builds the OpenAPI 3.1 document of every route in the table.

@@ -47,7 +47,8 @@ type Server struct {
 	Exec       Executions
 	Agent      Agent
 	AgentStore AgentStore
-	Usage      Usage // usage sums; nil: the usage routes answer unavailable
+	Threads    Threads // handler threads, groups and episodes; nil: the thread routes answer unavailable
+	Usage      Usage   // usage sums; nil: the usage routes answer unavailable
 	Files      desk.FileService
 	Transfer   desk.TransferService
 	Logs       AppLogs

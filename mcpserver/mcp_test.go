@@ -198,7 +198,7 @@ func TestEveryToolResourceAndPrompt(t *testing.T) {
 	}
 	want := []string{"workspaces_list", "sessions_list", "session_create", "session_send", "session_transcript", "session_interrupt",
 		"artifacts_list", "artifact_read", "artifact_write", "files_list", "file_read", "file_write",
-		"approvals_list", "approval_answer", "input_requests_list", "input_answer"}
+		"approvals_list", "approval_answer", "input_requests_list", "input_answer", "threads_list", "thread_episodes"}
 	var got []string
 	for _, tl := range tools.Tools {
 		got = append(got, tl.Name)

@@ -263,6 +263,7 @@ func (b *backend) addTools(s *sdk.Server) {
 		func(ctx context.Context, _ *sdk.CallToolRequest, in inputAnswerArgs) (*client.InputAnswered, error) {
 			return b.c.AnswerInput(ctx, in.InputRequestID, in.Answers)
 		})
+	b.addThreadTools(s)
 }
 
 func nonNil[T any](s []T) []T {

@@ -426,7 +426,8 @@ func (s *Server) runState(ctx context.Context, x *desk.Session) (*runState, erro
 		return nil, err
 	}
 	for _, b := range bs {
-		if b.Active {
+		// A handler thread's block holds the thread, not the orchestrator.
+		if b.Active && (b.SurfaceID == x.SurfaceID || b.SurfaceID == "") {
 			st.Blocks = append(st.Blocks, b)
 		}
 	}

@@ -20,6 +20,7 @@ var errTurnDone = errors.New("turn done")
 func sendCmd(g *globals) *cobra.Command {
 	var in client.SubmitInput
 	var noWait bool
+	var thread string
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "send SES TEXT...",
@@ -44,6 +45,11 @@ waits on). --no-wait prints the queued row and returns at once (0).`,
 				return err
 			}
 			in.Text = strings.Join(a[1:], " ")
+			if thread != "" {
+				if in.Surface, err = threadSurface(cmd.Context(), c, a[0], thread, in.Surface); err != nil {
+					return err
+				}
+			}
 			res, err := c.Send(cmd.Context(), a[0], in)
 			if err != nil {
 				return err
@@ -63,6 +69,7 @@ waits on). --no-wait prints the queued row and returns at once (0).`,
 		},
 	}
 	cmd.Flags().StringVar(&in.Surface, "surface", "", "surface to send to (default: the orchestrator)")
+	cmd.Flags().StringVar(&thread, "thread", "", "send to this handler thread (thr_…) of the session: its surface answers")
 	cmd.Flags().StringVar(&in.IdempotencyKey, "key", "", "idempotency key: a repeat returns the first row")
 	cmd.Flags().StringVar(&in.Multitask, "multitask", "", "when busy: enqueue (default), reject or interrupt")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "print the queued row and return without following the turn")

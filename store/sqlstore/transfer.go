@@ -58,6 +58,11 @@ var transferTables = []transferTable{
 	// interrupted, as it would after a crash. Item leases are not
 	// exported: they belong to executions running in this process.
 	{Name: "surfaces", Where: "workspace_id = ? AND LIVE", OrderBy: "id", Export: true},
+	// Handler threads, their groups and their episodes: a thread names its
+	// surface and group, an episode its thread.
+	{Name: "thread_groups", Where: "workspace_id = ? AND LIVE", OrderBy: "id", Export: true},
+	{Name: "threads", Where: "workspace_id = ? AND LIVE", OrderBy: "id", Export: true},
+	{Name: "episodes", Where: "workspace_id = ? AND LIVE", OrderBy: "id", Export: true},
 	{Name: "queue_items", Where: "workspace_id = ? AND LIVE", OrderBy: "id", Export: true},
 	{Name: "executions", Where: "workspace_id = ? AND LIVE", OrderBy: "id", Export: true},
 	{Name: "blocks", Where: "LIVE", OrderBy: "id", Export: true},

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -116,6 +117,32 @@ type Provider struct {
 	Cursor Cursor
 	// Session names the session in error messages.
 	Session string
+	// Refs resolves the placeholders {{thread:<title>}} and
+	// {{thread_group:<title>}} in tool-call arguments to the id of the
+	// session's thread with that title (or of its group), so a script can
+	// address threads whose ids it cannot know in advance. Nil leaves
+	// placeholders as they are.
+	Refs func(ctx context.Context, kind, title string) (string, error)
+}
+
+// placeholder is a reference a script's tool-call arguments may contain.
+var placeholder = regexp.MustCompile(`\{\{(thread|thread_group):([^{}"\\]+)\}\}`)
+
+// resolve replaces the placeholders of args.
+func (p *Provider) resolve(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	if p.Refs == nil || !placeholder.Match(args) {
+		return args, nil
+	}
+	var err error
+	out := placeholder.ReplaceAllFunc(args, func(m []byte) []byte {
+		sub := placeholder.FindSubmatch(m)
+		id, e := p.Refs(ctx, string(sub[1]), string(sub[2]))
+		if e != nil && err == nil {
+			err = fmt.Errorf("script of session %s: %s: %w", p.Session, m, e)
+		}
+		return []byte(id)
+	})
+	return out, err
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -167,6 +194,10 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, fn func(pro
 		args := c.Arguments
 		if len(args) == 0 {
 			args = json.RawMessage(`{}`)
+		}
+		args, err := p.resolve(ctx, args)
+		if err != nil {
+			return nil, err
 		}
 		id := "call_" + strconv.Itoa(i) + "_" + strconv.Itoa(k)
 		fn(provider.Event{Type: provider.EventToolCallStart, Index: k, ToolCallID: id, Name: c.Name})

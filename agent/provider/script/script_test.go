@@ -92,3 +92,41 @@ func TestStepUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaceholders: {{thread:<title>}} and {{thread_group:<title>}} in
+// tool-call arguments are resolved through Refs; an unknown title fails
+// the call by name; without Refs the arguments are left as written.
+func TestPlaceholders(t *testing.T) {
+	s, err := Parse([]byte(`{"steps":[
+		{"tool_calls":[{"name":"thread_followup","arguments":{"thread_ids":["{{thread:alpha}}","{{thread:beta two}}"],"thread_group_id":"{{thread_group:alpha}}","text":"keep {{ this"}}]},
+		{"tool_calls":[{"name":"thread_request_report","arguments":{"thread_id":"{{thread:nobody}}"}}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := func(_ context.Context, kind, title string) (string, error) {
+		switch {
+		case kind == "thread" && title == "alpha":
+			return "thr_A", nil
+		case kind == "thread" && title == "beta two":
+			return "thr_B", nil
+		case kind == "thread_group" && title == "alpha":
+			return "tgr_A", nil
+		}
+		return "", errors.New("no thread titled " + title)
+	}
+	p := &Provider{Script: s, Cursor: &memCursor{}, Session: "ses_x", Refs: refs}
+	var delta string
+	r, err := p.Stream(context.Background(), provider.Request{}, func(e provider.Event) { delta += e.ArgsDelta })
+	want := `{"thread_ids":["thr_A","thr_B"],"thread_group_id":"tgr_A","text":"keep {{ this"}`
+	if err != nil || string(r.ToolCalls[0].Arguments) != want || delta != want {
+		t.Fatalf("resolved: %s (streamed %s) %v", r.ToolCalls[0].Arguments, delta, err)
+	}
+	if _, err := p.Stream(context.Background(), provider.Request{}, func(provider.Event) {}); err == nil || !strings.Contains(err.Error(), "{{thread:nobody}}") || !strings.Contains(err.Error(), "no thread titled nobody") {
+		t.Fatalf("unknown title: %v", err)
+	}
+	raw := &Provider{Script: s, Cursor: &memCursor{}}
+	r, err = raw.Stream(context.Background(), provider.Request{}, func(provider.Event) {})
+	if err != nil || !strings.Contains(string(r.ToolCalls[0].Arguments), "{{thread:alpha}}") {
+		t.Fatalf("without Refs: %s %v", r.ToolCalls[0].Arguments, err)
+	}
+}
