@@ -23,6 +23,7 @@ type shelf struct {
 	Items []*desk.Artifact
 	Count int
 	Total int64
+	At    int64
 }
 
 func newShelf(x *desk.Session, arts []*desk.Artifact) *shelf {

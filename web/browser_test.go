@@ -23,7 +23,6 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/app"
-	"github.com/desk-runtime/desk/execution"
 )
 
 // The browser tests drive Debian's Chromium (headless) against a real desk
@@ -62,8 +61,14 @@ type suite struct {
 }
 
 func newSuite(t *testing.T) *suite {
+	return newSuiteWith(t, app.Config{})
+}
+
+// newSuiteWith starts the desk with cfg (its stop timeout set).
+func newSuiteWith(t *testing.T, cfg app.Config) *suite {
 	path := chromium(t)
-	f := start(t, app.Config{Execution: execution.Options{StopTimeout: 10 * time.Second}})
+	cfg.Execution.StopTimeout = 10 * time.Second
+	f := start(t, cfg)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
 		chromedp.DisableGPU, chromedp.WindowSize(1280, 800))
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -37,6 +36,8 @@ type sidebar struct {
 	Pinned, Recent, Archived   []row
 	HasPinned                  bool
 	PinnedN, RecentN, ArchiveN int
+	// Thread is the open thread, if a thread page shows the sidebar.
+	Thread string
 }
 
 // row is one session of the sidebar.
@@ -48,6 +49,8 @@ type row struct {
 	// turn's request or settle, or its creation. The sidebar orders by it
 	// (not by metadata changes such as pinning or a read mark).
 	Activity time.Time
+	// Threads are the session's handler threads, nested under its row.
+	Threads []threadRow
 }
 
 // ToneLabel is the words of a row's status dot (the dot is never the only
@@ -84,7 +87,10 @@ func (s *Server) page(r *request, ws *desk.Workspace, nav, title, main string, d
 	l.WSSuffix = workspaceSuffixes(l.Workspaces)
 	if ws != nil {
 		cur := ""
-		if x, ok := data.(*sessionView); ok {
+		switch x := data.(type) {
+		case *sessionView:
+			cur = x.S.ID
+		case *threadView:
 			cur = x.S.ID
 		}
 		if l.Side, err = s.sidebar(r.Context(), ws.ID, cur); err != nil {
@@ -150,10 +156,17 @@ func (s *Server) workspacePage(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
+	// The page's stream (the sidebar's live rows) resumes after the
+	// newest event before the sidebar was read.
+	_, after, err := s.d.Store.EventBounds(r.Context())
+	if err != nil {
+		return err
+	}
 	data, err := s.newSessionData(r, ws)
 	if err != nil {
 		return err
 	}
+	data.After = after
 	l, err := s.page(r, ws, "sessions", ws.Name, "workspace-main", data)
 	if err != nil {
 		return err
@@ -171,6 +184,7 @@ type newSession struct {
 	Models  []string
 	Default string
 	Note    string
+	After   int64
 }
 
 func (s *Server) newSessionData(r *request, ws *desk.Workspace) (*newSession, error) {
@@ -209,9 +223,27 @@ func (s *Server) createSession(w http.ResponseWriter, r *request) error {
 		}
 		in.Script = []byte(sc)
 	}
+	// The palette's "> text" starts a session on the default model with
+	// the text as its first message (desk names it from that message).
+	first := r.PostFormValue("first_message")
+	if first != "" && strings.TrimSpace(first) == "" {
+		return desk.Errorf(desk.EINVALID, "the first message is empty")
+	}
+	if def, derr := s.d.Agent.DefaultModel(); first != "" && in.Model == "" && (def == "" || derr != nil) {
+		// Refused before anything is created: no orphan session.
+		if r.p.Admin {
+			return desk.Errorf(desk.ECONFLICT, "there is no default model to answer the first message: set DESK_MODEL and restart desk, or start a script session from New session")
+		}
+		return desk.Errorf(desk.ECONFLICT, "there is no default model to answer the first message; ask the person who runs this desk to set one")
+	}
 	x, err := s.d.Sessions.Create(r.Context(), in)
 	if err != nil {
 		return err
+	}
+	if first != "" {
+		if _, err := s.d.Exec.Submit(r.Context(), x.ID, desk.SubmitInput{Text: first, Channel: "web"}); err != nil {
+			return err
+		}
 	}
 	redirect(w, r, "/w/"+ws.ID+"/s/"+x.ID)
 	return nil
@@ -228,6 +260,7 @@ func (s *Server) sidebar(ctx context.Context, ws, current string) (*sidebar, err
 	rows := make([]row, 0, len(xs))
 	for _, x := range xs {
 		rw := row{S: x, Current: x.ID == current}
+		rw.Threads = s.threadRows(ctx, x, "")
 		tone, at := s.tone(ctx, x)
 		rw.Activity = at
 		if !x.Archived {
@@ -278,10 +311,14 @@ func (s *Server) tone(ctx context.Context, x *desk.Session) (string, time.Time) 
 		}
 	}
 	if desk.PhaseActive(last.Phase) {
-		if aps, err := s.d.Agent.Approvals(ctx, x.ID, true); err == nil && slices.ContainsFunc(aps, func(a *desk.Approval) bool { return a.ExecutionID == last.ID }) {
-			return "waiting", at
+		if aps, err := s.d.Agent.Approvals(ctx, x.ID, true); err == nil {
+			for _, a := range aps {
+				if a.ExecutionID == last.ID {
+					return "waiting", at
+				}
+			}
 		}
-		if s.pendingInput(ctx, x) {
+		if s.pendingInputOf(ctx, x.ID, last.ID) {
 			return "waiting", at
 		}
 		if ps, err := s.pendingPlans(ctx, last); err == nil && len(ps) > 0 {
@@ -289,7 +326,7 @@ func (s *Server) tone(ctx context.Context, x *desk.Session) (string, time.Time) 
 		}
 		return "running", at
 	}
-	if s.pendingInput(ctx, x) {
+	if s.pendingInputOn(ctx, x.ID, x.SurfaceID) {
 		return "waiting", at
 	}
 	if last.Phase == desk.PhaseFailed {
@@ -298,15 +335,24 @@ func (s *Server) tone(ctx context.Context, x *desk.Session) (string, time.Time) 
 	return "", at
 }
 
-// pendingInput reports a question of the orchestrator surface; a handler
-// thread's questions belong to the thread's own row.
-func (s *Server) pendingInput(ctx context.Context, x *desk.Session) bool {
-	rs, err := s.d.Agent.InputRequests(ctx, x.ID)
+// pendingInputOf reports whether execution exe waits on a question.
+func (s *Server) pendingInputOf(ctx context.Context, ses, exe string) bool {
+	return s.pendingInputWhere(ctx, ses, func(q *desk.InputRequest) bool { return q.ExecutionID == exe })
+}
+
+// pendingInputOn reports whether a question of surface waits (a
+// non-blocking one outlives its turn).
+func (s *Server) pendingInputOn(ctx context.Context, ses, surface string) bool {
+	return s.pendingInputWhere(ctx, ses, func(q *desk.InputRequest) bool { return q.SurfaceID == surface || q.SurfaceID == "" })
+}
+
+func (s *Server) pendingInputWhere(ctx context.Context, ses string, ok func(*desk.InputRequest) bool) bool {
+	rs, err := s.d.Agent.InputRequests(ctx, ses)
 	if err != nil {
 		return false
 	}
 	for _, q := range rs {
-		if q.Status == desk.InputPending && q.SurfaceID == x.SurfaceID {
+		if q.Status == desk.InputPending && ok(q) {
 			return true
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +43,9 @@ type sessionView struct {
 	// Viewer names this page's hold on the session; its event stream
 	// renews and ends the same hold.
 	Viewer string
+	// Protocol is the wire protocol of a runtime-backed session's runtime
+	// ("" when the runtime is no longer registered).
+	Protocol string
 }
 
 // olderLink loads the page of messages before Before when it scrolls into
@@ -57,6 +59,8 @@ type olderLink struct {
 type msgView struct {
 	M     *desk.Message
 	Spans []*span
+	// Episode is the episode a thread report notification carries.
+	Episode *threadCard
 }
 
 // span is one tool call shown as an execution span.
@@ -81,6 +85,8 @@ type span struct {
 	Denied string
 	// OOB marks a span sent to replace the one on the page.
 	OOB bool
+	// Threads are the handler threads a thread_start call opened.
+	Threads []*threadCard
 }
 
 // diffFile is one file of an apply_patch result as the span shows it.
@@ -382,6 +388,10 @@ type runState struct {
 	RetryText string
 	// Interrupted says why the last turn was interrupted.
 	Interrupted string
+	// At is the event seq the region was rendered at (see stamp).
+	At int64
+	// Surface is the conversation the bar is about (Retry re-sends there).
+	Surface string
 }
 
 // Text is the run bar's words for the active turn.
@@ -396,7 +406,7 @@ func (r *runState) Text() string {
 }
 
 func (s *Server) runState(ctx context.Context, x *desk.Session) (*runState, error) {
-	st := &runState{Ses: x.ID}
+	st := &runState{Ses: x.ID, Surface: x.SurfaceID}
 	exes, err := s.d.Store.ListExecutions(ctx, x.ID, 5)
 	if err != nil {
 		return nil, err
@@ -440,14 +450,13 @@ func (s *Server) label(ctx context.Context, x *desk.Session, st *runState) error
 	if err != nil {
 		return err
 	}
-	// Only the orchestrator turn's own decisions: a handler thread's wait
-	// is the thread's.
-	aps = slices.DeleteFunc(aps, func(a *desk.Approval) bool { return a.ExecutionID != st.Active.ID })
-	if len(aps) > 0 {
-		st.Wait, st.Label = "approval", "Waiting for your approval to run "+aps[0].Tool
-		return nil
+	for _, a := range aps {
+		if a.ExecutionID == st.Active.ID {
+			st.Wait, st.Label = "approval", "Waiting for your approval to run "+a.Tool
+			return nil
+		}
 	}
-	if s.pendingInput(ctx, x) {
+	if s.pendingInputOf(ctx, x.ID, st.Active.ID) {
 		st.Wait, st.Label = "answer", "Waiting for your answer"
 		return nil
 	}
@@ -547,10 +556,12 @@ func plainInterruption(e *desk.Execution) string {
 		reason, by = e.Interruption.Reason, e.Interruption.By
 	}
 	switch {
-	case strings.Contains(reason, "restart"):
+	// owner-restarted (desk crashed and a new process found the turn) and
+	// owner-stopping (desk was stopped while the turn ran) read the same:
+	// a page can only show either once desk is serving again, i.e. after
+	// it restarted.
+	case strings.Contains(reason, "restart"), strings.Contains(reason, "stopping"):
 		return "Interrupted because desk restarted."
-	case strings.Contains(reason, "stopping"):
-		return "Interrupted because desk was shutting down."
 	case by != "" && by != "system":
 		return "Stopped."
 	case reason != "":
@@ -563,16 +574,17 @@ func plainInterruption(e *desk.Execution) string {
 type queueView struct {
 	Ses   string
 	Items []*desk.QueueItem
+	At    int64
 }
 
-func (s *Server) queueView(ctx context.Context, ses string) (*queueView, error) {
-	items, err := s.d.Exec.Queue(ctx, ses, false)
+func (s *Server) queueView(ctx context.Context, x *desk.Session) (*queueView, error) {
+	items, err := s.d.Exec.Queue(ctx, x.ID, false)
 	if err != nil {
 		return nil, err
 	}
-	q := &queueView{Ses: ses}
+	q := &queueView{Ses: x.ID}
 	for _, it := range items {
-		if it.Status == desk.QueueStatusQueued {
+		if it.Status == desk.QueueStatusQueued && (it.SurfaceID == x.SurfaceID || it.SurfaceID == "") {
 			q.Items = append(q.Items, it)
 		}
 	}
@@ -585,6 +597,7 @@ type cards struct {
 	Approvals []*desk.Approval
 	Inputs    []*desk.InputRequest
 	Plans     []*planView
+	At        int64
 }
 
 // planView is a plan card with its decoded content.
@@ -598,15 +611,31 @@ type planView struct {
 func (s *Server) cards(ctx context.Context, x *desk.Session, run *runState) (*cards, error) {
 	c := &cards{Ses: x.ID}
 	var err error
-	if c.Approvals, err = s.d.Agent.Approvals(ctx, x.ID, true); err != nil {
+	aps, err := s.d.Agent.Approvals(ctx, x.ID, true)
+	if err != nil {
 		return nil, err
+	}
+	// Each surface's page shows the decisions its own turns wait for.
+	exes, err := s.d.Store.ListExecutions(ctx, x.ID, 50)
+	if err != nil {
+		return nil, err
+	}
+	surf := map[string]string{}
+	for _, e := range exes {
+		surf[e.ID] = e.SurfaceID
+	}
+	for _, a := range aps {
+		at, ok := surf[a.ExecutionID]
+		if at == x.SurfaceID || !ok { // an unknown execution's: shown everywhere, never hidden
+			c.Approvals = append(c.Approvals, a)
+		}
 	}
 	rs, err := s.d.Agent.InputRequests(ctx, x.ID)
 	if err != nil {
 		return nil, err
 	}
 	for _, q := range rs {
-		if q.Status == desk.InputPending {
+		if q.Status == desk.InputPending && (q.SurfaceID == x.SurfaceID || q.SurfaceID == "") {
 			c.Inputs = append(c.Inputs, q)
 		}
 	}
@@ -679,6 +708,7 @@ type budget struct {
 	// Reported is set when Used starts from the provider's own counts of
 	// the last model call rather than desk's estimate.
 	Reported bool
+	At       int64
 }
 
 func (s *Server) budget(ctx context.Context, x *desk.Session) *budget {
@@ -736,6 +766,7 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	v.WS, v.After, v.Viewer, v.Admin = ws.ID, after, viewer, r.p.Admin
+	stamp([]part{{data: v.Run}, {data: v.Queue}, {data: v.Cards}, {data: v.Budget}, {data: v.Shelf}}, after)
 	title := x.Title
 	if title == "" {
 		title = x.Signature
@@ -749,8 +780,15 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *request) error {
 
 func (s *Server) sessionView(ctx context.Context, x *desk.Session) (*sessionView, error) {
 	v := &sessionView{S: x, WS: x.WorkspaceID, Model: x.Model}
+	if x.Runtime != "" {
+		if rt, err := s.d.Store.GetRuntime(ctx, x.Runtime); err == nil {
+			v.Protocol = rt.Protocol
+		} else if !desk.IsCode(err, desk.ENOTFOUND) {
+			return nil, err
+		}
+	}
 	def, derr := s.d.Agent.DefaultModel()
-	if v.Model == "" {
+	if v.Model == "" && x.Runtime == "" { // a runtime brings its own model
 		v.Model = def
 		v.NoModel = def == "" || derr != nil
 	}
@@ -763,6 +801,7 @@ func (s *Server) sessionView(ctx context.Context, x *desk.Session) (*sessionView
 		return nil, err
 	}
 	v.Turns = turns(x.ID, ms, artifactMap(arts))
+	s.threadCards(ctx, x, v.Turns)
 	if len(ms) > 0 {
 		v.LastSeq = ms[len(ms)-1].Seq
 		if ms[0].Seq > 1 {
@@ -772,7 +811,7 @@ func (s *Server) sessionView(ctx context.Context, x *desk.Session) (*sessionView
 	if v.Run, err = s.runState(ctx, x); err != nil {
 		return nil, err
 	}
-	if v.Queue, err = s.queueView(ctx, x.ID); err != nil {
+	if v.Queue, err = s.queueView(ctx, x); err != nil {
 		return nil, err
 	}
 	if v.Cards, err = s.cards(ctx, x, v.Run); err != nil {
@@ -825,14 +864,16 @@ func (s *Server) send(w http.ResponseWriter, r *request) error {
 	if strings.TrimSpace(text) == "" {
 		return desk.Errorf(desk.EINVALID, "the message is empty")
 	}
-	if _, err := s.d.Exec.Submit(r.Context(), x.ID, desk.SubmitInput{Text: text, Channel: "web",
+	// A thread page's composer names the handler thread's surface.
+	surface := r.PostFormValue("surface")
+	if _, err := s.d.Exec.Submit(r.Context(), x.ID, desk.SubmitInput{Text: text, Channel: "web", Surface: surface,
 		IdempotencyKey: r.PostFormValue("idempotency_key"), EditOf: r.PostFormValue("edit_of")}); err != nil {
 		return err
 	}
-	if _, err := s.d.UI.SaveDraft(r.Context(), x.ID, "", ""); err != nil {
+	if _, err := s.d.UI.SaveDraft(r.Context(), x.ID, surface, ""); err != nil {
 		return err
 	}
-	return s.regions(w, r.Context(), x, regionQueue|regionRun)
+	return s.regions(w, r.Context(), onSurface(x, surface), regionQueue|regionRun)
 }
 
 func (s *Server) saveDraft(w http.ResponseWriter, r *request) error {
@@ -841,7 +882,7 @@ func (s *Server) saveDraft(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.d.UI.SaveDraft(r.Context(), x.ID, "", r.PostFormValue("text")); err != nil {
+	if _, err := s.d.UI.SaveDraft(r.Context(), x.ID, r.URL.Query().Get("surface"), r.PostFormValue("text")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -858,10 +899,11 @@ func (s *Server) queueOp(w http.ResponseWriter, r *request) error {
 	if !ok {
 		return desk.Errorf(desk.EINVALID, "queue operation %q must be steer, cancel, front or back", r.PathValue("op"))
 	}
-	if _, err := s.d.Exec.QueueOp(r.Context(), x.ID, r.PathValue("q"), op); err != nil {
+	it, err := s.d.Exec.QueueOp(r.Context(), x.ID, r.PathValue("q"), op)
+	if err != nil {
 		return err
 	}
-	return s.regions(w, r.Context(), x, regionQueue)
+	return s.regions(w, r.Context(), onSurface(x, it.SurfaceID), regionQueue)
 }
 
 // stop interrupts exactly the execution the button was drawn for.
@@ -873,7 +915,7 @@ func (s *Server) stop(w http.ResponseWriter, r *request) error {
 	if _, err := s.d.Exec.Interrupt(r.Context(), x.ID, r.PathValue("exe")); err != nil {
 		return err
 	}
-	return s.regions(w, r.Context(), x, regionRun|regionQueue|regionCards)
+	return s.regions(w, r.Context(), onSurface(x, s.exeSurface(r.Context(), r.PathValue("exe"))), regionRun|regionQueue|regionCards)
 }
 
 func (s *Server) decideApproval(w http.ResponseWriter, r *request) error {
@@ -885,7 +927,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	return s.regions(w, r.Context(), x, regionCards|regionRun)
+	return s.regions(w, r.Context(), onSurface(x, s.exeSurface(r.Context(), ap.ExecutionID)), regionCards|regionRun)
 }
 
 // answerInput collects one answer per question: the custom text when one
@@ -913,7 +955,7 @@ func (s *Server) answerInput(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	return s.regions(w, r.Context(), x, regionCards|regionQueue|regionRun)
+	return s.regions(w, r.Context(), onSurface(x, req.SurfaceID), regionCards|regionQueue|regionRun)
 }
 
 func (s *Server) decidePlan(w http.ResponseWriter, r *request) error {
@@ -925,7 +967,7 @@ func (s *Server) decidePlan(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	return s.regions(w, r.Context(), x, regionCards|regionRun)
+	return s.regions(w, r.Context(), onSurface(x, s.exeSurface(r.Context(), p.ExecutionID)), regionCards|regionRun)
 }
 
 // Regions of the session page that answers and the event stream re-render
@@ -953,7 +995,7 @@ func (s *Server) regionParts(ctx context.Context, x *desk.Session, which int) ([
 		parts = append(parts, part{"run-oob", run})
 	}
 	if which&regionQueue != 0 {
-		q, err := s.queueView(ctx, x.ID)
+		q, err := s.queueView(ctx, x)
 		if err != nil {
 			return nil, err
 		}
@@ -980,9 +1022,14 @@ func (s *Server) regionParts(ctx context.Context, x *desk.Session, which int) ([
 }
 
 func (s *Server) regions(w http.ResponseWriter, ctx context.Context, x *desk.Session, which int) error {
+	// Read before the regions: the answer shows at least this state.
+	_, at, err := s.d.Store.EventBounds(ctx)
+	if err != nil {
+		return err
+	}
 	parts, err := s.regionParts(ctx, x, which)
 	if err != nil {
 		return err
 	}
-	return s.writeFragments(w, parts...)
+	return s.writeFragments(w, stamp(parts, at)...)
 }

@@ -88,6 +88,10 @@ type live struct {
 	// empty): a new assistant message of the same turn is appended to its
 	// block instead of opening a block of its own.
 	tail *turnView
+	// surface is the conversation the page shows: the session's
+	// orchestrator, or the handler thread a thread page opened.
+	surface string
+	thread  string // the thread a thread page shows
 }
 
 func (s *Server) stream(w http.ResponseWriter, r *request) error {
@@ -116,7 +120,17 @@ func (s *Server) stream(w http.ResponseWriter, r *request) error {
 		if x.WorkspaceID != ws.ID {
 			return desk.Errorf(desk.ENOTFOUND, "session %s not found in workspace %s", x.ID, ws.ID)
 		}
-		l.x = x
+		l.x, l.surface = x, x.SurfaceID
+		if id := q.Get("thread"); id != "" {
+			th, err := s.d.Store.GetThread(r.Context(), id)
+			if err != nil {
+				return err
+			}
+			if th.SessionID != x.ID {
+				return desk.Errorf(desk.ENOTFOUND, "thread %s not found in session %s", id, x.ID)
+			}
+			l.surface, l.thread = th.SurfaceID, th.ID
+		}
 		if err := l.findTail(r.Context()); err != nil {
 			return err
 		}
@@ -231,6 +245,10 @@ func (l *live) emit(seq int64, parts []part, err error) error {
 }
 
 func (l *live) refresh() ([]part, error) {
+	_, at, err := l.s.d.Store.EventBounds(l.ctx)
+	if err != nil {
+		return nil, err
+	}
 	var parts []part
 	if l.x != nil {
 		sync, err := l.sync()
@@ -238,7 +256,7 @@ func (l *live) refresh() ([]part, error) {
 			return nil, err
 		}
 		parts = append(parts, sync...)
-		rp, err := l.s.regionParts(l.ctx, l.x, regionRun|regionQueue|regionCards|regionBudget|regionShelf)
+		rp, err := l.s.regionParts(l.ctx, l.view(), regionRun|regionQueue|regionCards|regionBudget|regionShelf)
 		if err != nil {
 			return nil, err
 		}
@@ -248,8 +266,12 @@ func (l *live) refresh() ([]part, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(parts, part{"sidebar-oob", sb}), nil
+	markThread(sb, l.thread)
+	return stamp(append(parts, part{"sidebar-oob", sb}), at), nil
 }
+
+// view is the session as the page's surface shows it.
+func (l *live) view() *desk.Session { return onSurface(l.x, l.surface) }
 
 func (l *live) current() string {
 	if l.x == nil {
@@ -261,7 +283,7 @@ func (l *live) current() string {
 // findTail reads which transcript item the page ends with: the last one
 // up to the transcript seq the page (or the reconnecting stream) has.
 func (l *live) findTail(ctx context.Context) error {
-	ms, err := l.s.d.Agent.Transcript(ctx, l.x.SurfaceID, l.tseq+1, pageMessages)
+	ms, err := l.s.d.Agent.Transcript(ctx, l.surface, l.tseq+1, pageMessages)
 	if err != nil {
 		return err
 	}
@@ -283,7 +305,7 @@ type stepTarget struct {
 // assistant message into its turn's block), and retires the streaming
 // text they replace.
 func (l *live) sync() ([]part, error) {
-	ms, err := l.s.d.Agent.Transcript(l.ctx, l.x.SurfaceID, 0, pageMessages)
+	ms, err := l.s.d.Agent.Transcript(l.ctx, l.surface, 0, pageMessages)
 	if err != nil {
 		return nil, err
 	}
@@ -302,8 +324,15 @@ func (l *live) sync() ([]part, error) {
 	}
 	am := artifactMap(arts)
 	var parts []part
+	var views []*turnView // for the thread and episode cards
+	defer func() { l.s.threadCards(l.ctx, l.x, views) }()
 	for _, m := range fresh {
 		v := message(l.x.ID, m, am)
+		if m.Role == desk.RoleAssistant {
+			views = append(views, &turnView{Steps: []*msgView{v}})
+		} else {
+			views = append(views, &turnView{User: v})
+		}
 		if m.Role != desk.RoleAssistant {
 			l.tail = &turnView{User: v}
 			parts = append(parts, part{"append-turns", []*turnView{l.tail}})
@@ -327,7 +356,7 @@ func (l *live) sync() ([]part, error) {
 // handle turns one event into fragments.
 func (l *live) handle(e *desk.Event) error {
 	parts, err := l.parts(e)
-	return l.emit(e.Seq, parts, err)
+	return l.emit(e.Seq, stamp(parts, e.Seq), err)
 }
 
 func (l *live) parts(e *desk.Event) ([]part, error) {
@@ -337,7 +366,9 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 		return err
 	}
 	mine := l.x != nil && e.SessionID == l.x.ID
-	orchestrator := mine && (e.SurfaceID == "" || e.SurfaceID == l.x.SurfaceID)
+	// "orchestrator" is the surface the page shows (a thread page shows
+	// its handler's).
+	orchestrator := mine && (e.SurfaceID == "" && l.surface == l.x.SurfaceID || e.SurfaceID == l.surface)
 	typ := e.Type
 	switch {
 	case !mine:
@@ -347,7 +378,7 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 			return nil, err
 		}
 		if opened { // the run bar now says the reply is being written
-			if err := add(l.s.regionParts(l.ctx, l.x, regionRun)); err != nil {
+			if err := add(l.s.regionParts(l.ctx, l.view(), regionRun)); err != nil {
 				return nil, err
 			}
 		}
@@ -369,7 +400,7 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 		if err := add(l.sync()); err != nil {
 			return nil, err
 		}
-		if err := add(l.s.regionParts(l.ctx, l.x, regionRun)); err != nil {
+		if err := add(l.s.regionParts(l.ctx, l.view(), regionRun)); err != nil {
 			return nil, err
 		}
 	case typ == "session.updated":
@@ -383,7 +414,7 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 		if err := add(l.sync()); err != nil {
 			return nil, err
 		}
-		if err := add(l.s.regionParts(l.ctx, l.x, regionRun)); err != nil {
+		if err := add(l.s.regionParts(l.ctx, l.view(), regionRun)); err != nil {
 			return nil, err
 		}
 		var c desk.Command
@@ -395,6 +426,7 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 			call := desk.MessageCall{ID: c.CallID, Name: c.Tool, Arguments: c.Arguments}
 			sp := newSpan(l.x.ID, c.ExecutionID, call, &c, artifactMap(arts))
 			sp.OOB = true
+			l.s.threadCards(l.ctx, l.x, []*turnView{{Steps: []*msgView{{Spans: []*span{sp}}}}})
 			parts = append(parts, part{"span-oob", sp})
 		}
 	case typ == "tool.output" && orchestrator:
@@ -414,23 +446,38 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 				delete(l.bubbles, e.ExecutionID)
 			}
 		}
-		if err := add(l.s.regionParts(l.ctx, l.x, regionRun|regionQueue|regionCards|regionBudget)); err != nil {
+		if err := add(l.s.regionParts(l.ctx, l.view(), regionRun|regionQueue|regionCards|regionBudget)); err != nil {
 			return nil, err
 		}
 	case strings.HasPrefix(typ, "queue."):
-		if err := add(l.s.regionParts(l.ctx, l.x, regionQueue)); err != nil {
+		if err := add(l.s.regionParts(l.ctx, l.view(), regionQueue)); err != nil {
 			return nil, err
 		}
 	case strings.HasPrefix(typ, "approval."), strings.HasPrefix(typ, "input."), strings.HasPrefix(typ, "plan."):
-		if err := add(l.s.regionParts(l.ctx, l.x, regionCards|regionRun)); err != nil {
+		if err := add(l.s.regionParts(l.ctx, l.view(), regionCards|regionRun)); err != nil {
 			return nil, err
 		}
+	case strings.HasPrefix(typ, "thread."), strings.HasPrefix(typ, "episode."):
+		// A thread's state and latest report change its cards (and, on
+		// its own page, its header).
+		ths, err := l.s.d.Store.ListThreads(l.ctx, l.x.ID, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, th := range ths {
+			switch {
+			case l.thread == "":
+				parts = append(parts, part{"thread-card-oob", &threadCard{WS: l.ws, Ses: l.x.ID, T: th}})
+			case th.ID == l.thread:
+				parts = append(parts, part{"thread-state-oob", th})
+			}
+		}
 	case strings.HasPrefix(typ, "artifact."):
-		if err := add(l.s.regionParts(l.ctx, l.x, regionShelf)); err != nil {
+		if err := add(l.s.regionParts(l.ctx, l.view(), regionShelf)); err != nil {
 			return nil, err
 		}
 	case strings.HasPrefix(typ, "block."):
-		if err := add(l.s.regionParts(l.ctx, l.x, regionRun)); err != nil {
+		if err := add(l.s.regionParts(l.ctx, l.view(), regionRun)); err != nil {
 			return nil, err
 		}
 	}
@@ -439,6 +486,7 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 		if err != nil {
 			return nil, err
 		}
+		markThread(sb, l.thread)
 		parts = append(parts, part{"sidebar-oob", sb})
 	}
 	for _, p := range parts {
@@ -477,5 +525,6 @@ func sidebarEvent(typ string) bool {
 		"assistant.message":
 		return true
 	}
-	return strings.HasPrefix(typ, "approval.") || strings.HasPrefix(typ, "input.") || strings.HasPrefix(typ, "plan.")
+	return strings.HasPrefix(typ, "approval.") || strings.HasPrefix(typ, "input.") || strings.HasPrefix(typ, "plan.") ||
+		strings.HasPrefix(typ, "thread.") || strings.HasPrefix(typ, "episode.")
 }

@@ -71,6 +71,13 @@ type Store interface {
 	GetPlan(ctx context.Context, id string) (*desk.Plan, error)
 	ListExecutions(ctx context.Context, sessionID string, limit int) ([]*desk.Execution, error)
 	EventBounds(ctx context.Context) (min, max int64, err error)
+	// GetRuntime reads the registered runtime a runtime-backed session
+	// names (its protocol is shown in the session header).
+	GetRuntime(ctx context.Context, name string) (*desk.Runtime, error)
+	// Threads and their episodes (the handler threads of a session).
+	ListThreads(ctx context.Context, sessionID, groupID string) ([]*desk.Thread, error)
+	GetThread(ctx context.Context, id string) (*desk.Thread, error)
+	GetEpisode(ctx context.Context, id string) (*desk.Episode, error)
 }
 
 // Logs is the app log the logs page shows.
@@ -182,6 +189,7 @@ func (s *Server) routes() {
 	m.Handle("GET /w/{ws}/sidebar", s.auth(s.sidebarFragment))
 	m.Handle("GET /w/{ws}/stream", s.auth(s.stream))
 	m.Handle("GET /w/{ws}/s/{ses}", s.auth(s.sessionPage))
+	m.Handle("GET /w/{ws}/s/{ses}/t/{thr}", s.auth(s.threadPage))
 
 	m.Handle("POST /s/{ses}/send", s.auth(s.send))
 	m.Handle("PUT /s/{ses}/draft", s.auth(s.saveDraft))

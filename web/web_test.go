@@ -30,6 +30,12 @@ type browser struct {
 // signIn logs in through the real login form.
 func signIn(t *testing.T, e *apptest.Env) *browser {
 	t.Helper()
+	return signInWith(t, e, e.Token)
+}
+
+// signInWith logs in with token (an actor's, say).
+func signInWith(t *testing.T, e *apptest.Env, token string) *browser {
+	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	b := &browser{t: t, e: e, c: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
 	body, resp := b.get("/login")
@@ -41,7 +47,7 @@ func signIn(t *testing.T, e *apptest.Env) *browser {
 		t.Fatalf("login form has no csrf field:\n%s", body)
 	}
 	resp = b.do("POST", "/login", "application/x-www-form-urlencoded",
-		url.Values{"csrf": {field[1]}, "token": {e.Token}, "next": {"/"}}.Encode(), nil)
+		url.Values{"csrf": {field[1]}, "token": {token}, "next": {"/"}}.Encode(), nil)
 	if resp.StatusCode != 200 { // followed to the workspace or home page
 		t.Fatalf("POST /login = %d", resp.StatusCode)
 	}

@@ -259,8 +259,10 @@
   });
   // The page title follows the session's title (renamed anywhere).
   document.addEventListener("htmx:oobAfterSwap", function (e) {
+    // The event's target is the node that was replaced: read the new one.
     var t = e.detail && e.detail.target;
-    if (t && t.id === "ses-title") document.title = t.textContent + " · desk";
+    var h = $("#ses-title");
+    if (t && t.id === "ses-title" && h) document.title = h.textContent + " · desk";
   });
 
   // The Archived group remembers whether it was open.
@@ -273,11 +275,22 @@
   // A redraw that would change nothing is skipped. Every queue, run and
   // sidebar event redraws its whole region; replacing identical nodes
   // would only lose a click that lands mid-swap, or text typed into a card.
+  // A region rendered at an older event seq than the one shown (data-at)
+  // is skipped too: a slow answer to a POST must not undo the stream's
+  // newer redraw (see web/stamp.go).
   document.addEventListener("htmx:oobBeforeSwap", function (e) {
     var d = e.detail, t = d.target, f = d.fragment;
     if (!t || !f || f.childElementCount !== 1) return;
     var n = f.firstElementChild;
-    if (n.id && n.id === t.id && n.isEqualNode(withoutHtmxState(t))) d.shouldSwap = false;
+    if (!n.id || n.id !== t.id) return;
+    var at = n.getAttribute("data-at"), shown = t.getAttribute("data-at");
+    if (at !== null && shown !== null && +at < +shown) { d.shouldSwap = false; return; }
+    var c = withoutHtmxState(t);
+    if (at !== null) c.setAttribute("data-at", at);
+    if (n.isEqualNode(c)) {
+      d.shouldSwap = false;
+      if (at !== null) t.setAttribute("data-at", at);
+    }
   });
   // withoutHtmxState is a copy of el without htmx's transient classes
   // (htmx-request on the button just clicked, htmx-settling…), which the
@@ -314,47 +327,106 @@
     }
   });
 
-  // ---- The command palette: Ctrl/Cmd+K finds sessions and actions (every
-  // link marked data-palette on the page).
+  // ---- The command palette: Ctrl/Cmd+K finds sessions, threads and
+  // actions: every element marked data-palette on the page, grouped by its
+  // data-palette-section, with its shortcut (data-palette-key) shown. A
+  // leading ">" switches to command mode (the data-palette-cmd entries);
+  // there, text that matches no command + Enter starts a new session with
+  // that text as its first message.
   var palette = $("#palette");
   var input = $("#palette-input");
   var list = $("#palette-list");
   var items = [];
   var selected = 0;
+  var sectionOrder = ["Actions", "Go to", "Sessions", "Threads", "Workspaces"];
   function entries() {
     var seen = {};
-    return $all("a[data-palette]").filter(function (a) {
-      var key = a.dataset.palette + "|" + a.getAttribute("href");
+    return $all("[data-palette]").filter(function (el) {
+      var key = el.dataset.palette + "|" + (el.getAttribute("href") || el.getAttribute("hx-post") || "");
       if (seen[key]) return false;
       seen[key] = true;
       return true;
-    }).map(function (a) { return { label: a.dataset.palette, href: a.getAttribute("href") }; });
+    }).map(function (el) {
+      return { label: el.dataset.palette, el: el, section: el.dataset.paletteSection || "Go to",
+        key: el.dataset.paletteKey || "", cmd: el.hasAttribute("data-palette-cmd") };
+    });
   }
+  function commandMode() { return input.value.replace(/^\s+/, "").charAt(0) === ">"; }
+  function query() { return input.value.trim().replace(/^>\s*/, "").trim().toLowerCase(); }
   function renderPalette() {
-    var q = input.value.trim().toLowerCase();
-    items = entries().filter(function (it) { return it.label.toLowerCase().indexOf(q) >= 0; }).slice(0, 50);
+    var cmd = commandMode(), q = query();
+    items = entries().filter(function (it) {
+      return (!cmd || it.cmd) && it.label.toLowerCase().indexOf(q) >= 0;
+    });
+    items.sort(function (a, b) { return sectionOrder.indexOf(a.section) - sectionOrder.indexOf(b.section); });
+    items = items.slice(0, 50);
+    if (cmd && q !== "" && palette.dataset.create) {
+      var text = input.value.trim().replace(/^>\s*/, "");
+      items.push({ label: "New session: \u201c" + text + "\u201d", section: "Start", create: text, key: "" });
+    }
     selected = Math.min(selected, Math.max(items.length - 1, 0));
     list.innerHTML = "";
+    var last = null;
     items.forEach(function (it, i) {
+      if (it.section !== last) {
+        last = it.section;
+        var h = document.createElement("li");
+        h.className = "palette-section";
+        h.setAttribute("role", "presentation");
+        h.textContent = it.section;
+        list.appendChild(h);
+      }
       var li = document.createElement("li");
       li.setAttribute("role", "option");
       li.id = "palette-opt-" + i;
-      li.textContent = it.label;
+      if (it.create !== undefined) li.dataset.create = "1";
+      var label = document.createElement("span");
+      label.textContent = it.label;
+      li.appendChild(label);
+      if (it.key) {
+        var k = document.createElement("kbd");
+        k.className = "palette-key";
+        k.textContent = it.key.toUpperCase();
+        k.title = "Shortcut: " + it.key.toUpperCase() + " (outside a text field)";
+        li.appendChild(k);
+      }
       li.setAttribute("aria-selected", i === selected ? "true" : "false");
       li.addEventListener("click", function () { go(i); });
       list.appendChild(li);
     });
     input.setAttribute("aria-activedescendant", items.length ? "palette-opt-" + selected : "");
   }
+  function run(el) {
+    if (el.tagName === "A") location.href = el.getAttribute("href");
+    else el.click(); // a row-menu button: htmx sends its request
+  }
   function go(i) {
     var it = items[i];
     if (!it) return;
     palette.close();
-    location.href = it.href;
+    if (it.create !== undefined) createSession(it.create);
+    else run(it.el);
   }
-  function openPalette() {
+  // createSession starts a session with text as its first message, then
+  // opens it.
+  function createSession(text) {
+    var body = new URLSearchParams();
+    body.set("first_message", text);
+    fetch(palette.dataset.create, {
+      method: "POST", body: body, credentials: "same-origin",
+      headers: { "X-CSRF-Token": csrf, "HX-Request": "true", "Content-Type": "application/x-www-form-urlencoded" }
+    }).then(function (r) {
+      var to = r.headers.get("HX-Redirect");
+      if (r.ok && to) { location.href = to; return; }
+      return r.text().then(function (html) {
+        var t = $("#toast");
+        if (t) t.innerHTML = html;
+      });
+    }, function () { connection(false); });
+  }
+  function openPalette(prefix) {
     if (!palette || palette.open) return;
-    input.value = "";
+    input.value = prefix || "";
     selected = 0;
     renderPalette();
     palette.showModal();
@@ -368,12 +440,22 @@
       else if (e.key === "Enter") { e.preventDefault(); go(selected); }
     });
     var btn = $("#palette-open");
-    if (btn) btn.addEventListener("click", openPalette);
+    if (btn) btn.addEventListener("click", function () { openPalette(""); });
+  }
+  function typing(el) {
+    return el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
   }
   document.addEventListener("keydown", function (e) {
     if ((e.ctrlKey || e.metaKey) && (e.key === "k" || e.key === "K")) {
       e.preventDefault();
-      openPalette();
+      openPalette("");
+      return;
     }
+    // The shortcuts the palette shows work outside text fields, without
+    // modifiers.
+    if (e.ctrlKey || e.metaKey || e.altKey || typing(e.target) || (palette && palette.open)) return;
+    var k = e.key.toLowerCase();
+    var it = entries().filter(function (x) { return x.key === k; })[0];
+    if (it) { e.preventDefault(); run(it.el); }
   });
 })();

@@ -24,7 +24,7 @@
   // Every user message in the transcript is committed (queued ones live in
   // the queue region), so each gets the two actions once.
   function decorate(root) {
-    var ms = root.querySelectorAll ? root.querySelectorAll("article.msg.user[id^='m-msg_']") : [];
+    var ms = root.querySelectorAll ? root.querySelectorAll("article.msg.user:not(.notification)[id^='m-msg_']") : [];
     Array.prototype.forEach.call(ms, function (m) {
       if (m.querySelector(".msg-actions")) return;
       var bar = document.createElement("div");
@@ -125,18 +125,27 @@
     }
   });
 
-  composer.addEventListener("htmx:afterRequest", function (e) {
-    if (e.detail.elt !== composer || !e.detail.successful) return;
+  // The edited message and everything after it are off the active branch
+  // once the send succeeds; the new branch arrives through the event
+  // stream. What is replaced is taken when the request leaves, not when
+  // its answer lands: under load the stream can deliver the new branch's
+  // message (even its whole reply) first, and removing "everything after
+  // the edited message" then removed the new branch too, for good.
+  var replaced = null;
+  composer.addEventListener("htmx:beforeRequest", function (e) {
+    if (e.detail.elt !== composer) return;
+    replaced = null;
     var id = hidden().value;
     if (!id) return;
-    // The edited message and everything after it are off the active
-    // branch now; the new branch arrives through the event stream.
-    var m = document.getElementById("m-" + id);
-    while (m) {
-      var next = m.nextElementSibling;
-      if (m.classList.contains("msg")) m.remove();
-      m = next;
+    replaced = [];
+    for (var m = document.getElementById("m-" + id); m; m = m.nextElementSibling) {
+      if (m.classList.contains("msg")) replaced.push(m);
     }
+  });
+  composer.addEventListener("htmx:afterRequest", function (e) {
+    if (e.detail.elt !== composer || !e.detail.successful || !replaced) return;
+    replaced.forEach(function (m) { m.remove(); });
+    replaced = null;
     clearEdit();
   });
 })();
