@@ -228,26 +228,12 @@ func (b *bubblewrap) launch(p *plan, stdout, stderr *os.File, userns bool) (*pro
 		closeAll()
 		return nil, fmt.Errorf("sandbox: pipe: %w", err)
 	}
-	uid, gid := os.Getuid(), os.Getgid()
-	if userns {
-		uid, gid = sandboxUID, sandboxUID
+	ids, err := identityPipes(pipe, getenv(p.env, "HOME"), userns)
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("sandbox: pipe: %w", err)
 	}
-	passwd, group := identityFiles(getenv(p.env, "HOME"), uid, gid)
-	extra := []*os.File{startedW, infoW}
-	for _, data := range []string{passwd, group, hostsFile, nsswitchFile} {
-		r, w, err := pipe()
-		if err != nil {
-			closeAll()
-			return nil, fmt.Errorf("sandbox: pipe: %w", err)
-		}
-		// Far below a pipe's buffer, so the write does not block.
-		if _, err := io.WriteString(w, data); err != nil {
-			closeAll()
-			return nil, fmt.Errorf("sandbox: pipe: %w", err)
-		}
-		w.Close()
-		extra = append(extra, r)
-	}
+	extra := append([]*os.File{startedW, infoW}, ids...)
 	// The guest mounts are opened here, in desk, and handed to bwrap as
 	// descriptors: bwrap binds what they refer to (--bind-fd), so a
 	// directory swapped for a symbolic link after these opens (after
@@ -542,6 +528,31 @@ var etcEntries = []string{
 const hostsFile = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t" + sandboxHostname + "\n"
 
 const nsswitchFile = "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n"
+
+// identityPipes writes the sandbox's /etc/passwd, /etc/group, hosts and
+// nsswitch.conf (in that order, as both launches bind them) into pipes made
+// by pipe and returns their read ends. Each is far below a pipe's buffer,
+// so the writes do not block.
+func identityPipes(pipe func() (r, w *os.File, err error), home string, userns bool) ([]*os.File, error) {
+	uid, gid := os.Getuid(), os.Getgid()
+	if userns {
+		uid, gid = sandboxUID, sandboxUID
+	}
+	passwd, group := identityFiles(home, uid, gid)
+	var out []*os.File
+	for _, data := range []string{passwd, group, hostsFile, nsswitchFile} {
+		r, w, err := pipe()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := io.WriteString(w, data); err != nil {
+			return nil, err
+		}
+		w.Close()
+		out = append(out, r)
+	}
+	return out, nil
+}
 
 // identityFiles are the sandbox's /etc/passwd and /etc/group: the
 // command's own user (sandboxUID in a user namespace, else desk's uid and

@@ -186,25 +186,12 @@ func (s *bwrapSpawner) launch(p *plan, installs []Mount, argv []string) (*Proces
 		return nil, fmt.Errorf("spawn: pipe: %w", err)
 	}
 	userns := s.b.userns
-	uid, gid := os.Getuid(), os.Getgid()
-	if userns {
-		uid, gid = sandboxUID, sandboxUID
+	ids, err := identityPipes(pipe, getenv(p.env, "HOME"), userns)
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("spawn: pipe: %w", err)
 	}
-	passwd, group := identityFiles(getenv(p.env, "HOME"), uid, gid)
-	extra := []*os.File{startedW, infoW}
-	for _, data := range []string{passwd, group, hostsFile, nsswitchFile} {
-		r, w, err := pipe()
-		if err != nil {
-			closeAll()
-			return nil, fmt.Errorf("spawn: pipe: %w", err)
-		}
-		if _, err := io.WriteString(w, data); err != nil {
-			closeAll()
-			return nil, fmt.Errorf("spawn: pipe: %w", err)
-		}
-		w.Close()
-		extra = append(extra, r)
-	}
+	extra := append([]*os.File{startedW, infoW}, ids...)
 	// The guest mounts, then the install paths, as descriptors (see
 	// BubblewrapSpawner): fdMounts+i is mount i of all.
 	for _, m := range p.mounts {
