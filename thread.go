@@ -63,6 +63,11 @@ type Thread struct {
 	History     string `json:"history"`
 	GroupID     string `json:"thread_group_id"`
 	Worktree    string `json:"worktree,omitempty"`
+	// Git is what the thread's /workspace has checked out, filled on
+	// read. A handler thread's commands run in its session's /workspace,
+	// so this is the session's branch (and worktree) when the thread is
+	// read; nil when /workspace is not a git work tree.
+	Git *GitInfo `json:"git,omitempty"`
 	// CommandID is the thread_start call that opened it.
 	CommandID string `json:"command_id,omitempty"`
 	// LatestEpisode and EpisodeCount are filled on read.

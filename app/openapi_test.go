@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/desk-runtime/desk/app"
-	"github.com/desk-runtime/desk/execution"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,7 +17,10 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
+	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/layout"
 )
 
 // TestOpenAPIMatchesHandlers sends a request to every operation the served
@@ -28,6 +31,13 @@ import (
 func TestOpenAPIMatchesHandlers(t *testing.T) {
 	// The real agent runs, on script sessions.
 	w := newWorldOn(t, app.Config{Execution: execution.Options{StopTimeout: 5 * time.Second}})
+	// The checkout is a git repository, so sessions and threads carry their
+	// git block and it is checked against the schema too.
+	co := w.App.Home.Abs(w.ws.ID, layout.CheckoutDir)
+	if err := os.WriteFile(filepath.Join(co, "README.md"), []byte("contract\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitInit(t, co)
 	var doc map[string]any
 	w.Must(200, "GET", "/v1/openapi.json", nil, &doc)
 	if doc["openapi"] != "3.1.0" {

@@ -151,3 +151,72 @@ func TestWorktreeNotGit(t *testing.T) {
 		t.Fatalf("stored anyway: %+v", x)
 	}
 }
+
+// TestWorktreeThread: a handler thread runs in its session's /workspace,
+// so a session bound to a worktree has threads whose commands run there,
+// and the thread's own row (GET /v1/threads/{thr}, the thread list, the
+// web thread page) shows that branch, following the session's binding.
+func TestWorktreeThread(t *testing.T) {
+	w := newAgentWorld(t)
+	w.settings(map[string]any{"approval_mode": "full-access"})
+	co := w.App.Home.Abs(w.ws.ID, layout.CheckoutDir)
+	os.WriteFile(filepath.Join(co, "README.md"), []byte("hello\n"), 0o644)
+	gitInit(t, co)
+
+	var x desk.Session
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"model": "script", "script": map[string]any{
+		"steps": []map[string]any{
+			calls(tc("thread_start", map[string]any{"threads": []map[string]any{{"title": "builder", "objective": "build on the branch"}}})),
+			says("delegated"), says("noted"),
+		},
+		"handlers": map[string]any{"builder": []map[string]any{
+			calls(tc("exec_command", map[string]any{"command": "cd /workspace 2>/dev/null || cd \"$DESK_WORKSPACE\"; git branch --show-current"})),
+			calls(tc("thread_report", map[string]any{"title": "built", "body": "done on the branch"})), says("reported"),
+		}},
+	}}, &x)
+	w.patchSession(x.ID, map[string]any{"worktree": "feature-t"})
+	w.Must(202, "POST", "/v1/sessions/"+x.ID+"/messages", map[string]string{"text": "go"}, nil)
+
+	var th desk.Thread
+	eventually(t, "the thread to report", func() bool {
+		ts := w.threads(x.ID)
+		if len(ts) == 1 && ts[0].LatestEpisode != nil {
+			th = ts[0]
+		}
+		return th.ID != ""
+	})
+	if th.Git == nil || th.Git.Branch != "feature-t" || th.Git.Worktree != "feature-t" {
+		t.Fatalf("listed thread's git = %+v, want branch and worktree feature-t", th.Git)
+	}
+	// Its command ran in the worktree, on the branch its row names.
+	var ran bool
+	for _, m := range w.surfaceMessages(x.ID, th.SurfaceID) {
+		for _, c := range m.Commands {
+			if c.Tool == "exec_command" {
+				ran = true
+				if c.Status != desk.CommandSucceeded || strings.TrimSpace(c.Output) != "feature-t" {
+					t.Fatalf("the thread's command: %s %q", c.Status, c.Output)
+				}
+			}
+		}
+	}
+	if !ran {
+		t.Fatal("the thread ran no exec_command")
+	}
+	var one desk.Thread
+	w.Must(200, "GET", "/v1/threads/"+th.ID, nil, &one)
+	if one.Git == nil || one.Git.Branch != "feature-t" || one.Git.Worktree != "feature-t" {
+		t.Fatalf("GET /v1/threads/%s git = %+v", th.ID, one.Git)
+	}
+	if page := w.webPage("/w/" + w.ws.ID + "/s/" + x.ID + "/t/" + th.ID); !strings.Contains(page, "worktree feature-t · feature-t</span>") {
+		t.Fatal("the thread page has no worktree badge")
+	}
+
+	// Unbound, the session and its thread are back on the checkout's main.
+	w.patchSession(x.ID, map[string]any{"worktree": ""})
+	var back desk.Thread
+	w.Must(200, "GET", "/v1/threads/"+th.ID, nil, &back)
+	if back.Git == nil || back.Git.Branch != "main" || back.Git.Worktree != "" {
+		t.Fatalf("after unbinding, the thread's git = %+v, want main on the checkout", back.Git)
+	}
+}

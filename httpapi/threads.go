@@ -19,12 +19,12 @@ type Threads interface {
 
 func threadRoutes() []route {
 	return []route{
-		{Method: "GET", Path: "/v1/sessions/{ses}/threads", Tag: "threads", Summary: "The session's handler threads in start order, each with its objective state and latest episode summary (never a transcript).",
+		{Method: "GET", Path: "/v1/sessions/{ses}/threads", Tag: "threads", Summary: "The session's handler threads in start order, each with its objective state, latest episode summary and /workspace branch (never a transcript).",
 			Query: []param{{Name: "thread_group_id", Type: "string", Doc: "only the threads of this thread group"}},
 			Resp:  "ThreadList", Status: 200, handle: (*Server).listThreads},
 		{Method: "GET", Path: "/v1/sessions/{ses}/thread-groups", Tag: "threads", Summary: "The session's thread groups (one per thread_start that did not name a group), each with its thread ids in start order.",
 			Resp: "ThreadGroupList", Status: 200, handle: (*Server).listThreadGroups},
-		{Method: "GET", Path: "/v1/threads/{thr}", Tag: "threads", Summary: "One handler thread.",
+		{Method: "GET", Path: "/v1/threads/{thr}", Tag: "threads", Summary: "One handler thread, with the branch its /workspace has checked out (git).",
 			Resp: "Thread", Status: 200, handle: (*Server).getThread},
 		{Method: "GET", Path: "/v1/threads/{thr}/episodes", Tag: "threads", Summary: "A thread's durable episodes in the order recorded.",
 			Resp: "EpisodeList", Status: 200, handle: (*Server).threadEpisodes},
@@ -74,12 +74,16 @@ func (s *Server) visibleThread(r *http.Request) (*desk.Thread, Threads, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := s.Sessions.Get(r.Context(), t.SessionID); err != nil {
+	x, err := s.Sessions.Get(r.Context(), t.SessionID)
+	if err != nil {
 		if desk.IsCode(err, desk.ENOTFOUND) || desk.IsCode(err, desk.EFORBIDDEN) {
 			return nil, nil, desk.Errorf(desk.ENOTFOUND, "thread %s not found", id)
 		}
 		return nil, nil, err
 	}
+	// The session read carries its /workspace's branch, which is the
+	// thread's: a handler thread runs in its session's /workspace.
+	t.Git = x.Git
 	return t, st, nil
 }
 
@@ -105,6 +109,9 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) error {
 	ts, err := st.ListThreads(r.Context(), x.ID, group)
 	if err != nil {
 		return err
+	}
+	for _, t := range ts {
+		t.Git = x.Git
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"threads": nonNil(ts)})
 	return nil

@@ -100,6 +100,7 @@ func (s *Server) threadPage(w http.ResponseWriter, r *request) error {
 	if x.WorkspaceID != ws.ID || th.SessionID != x.ID {
 		return desk.Errorf(desk.ENOTFOUND, "thread %s not found in session %s", r.PathValue("thr"), x.ID)
 	}
+	th.Git = x.Git // a handler thread runs in its session's /workspace
 	_, after, err := s.d.Store.EventBounds(r.Context())
 	if err != nil {
 		return err

@@ -118,11 +118,7 @@ session takes its script from --script FILE ("-" for stdin): {"steps":[…]}.`,
 					"unread", yesNo(s.Unread), "lifecycle", s.Lifecycle,
 					"created", fmtTime(s.CreatedAt), "updated", fmtTime(s.UpdatedAt))
 				if s.Git != nil {
-					head := s.Git.Branch
-					if s.Git.Detached {
-						head = "detached at " + s.Git.Commit
-					}
-					fields(o, "worktree", orDash(s.Git.Worktree), "branch", head)
+					fields(o, "worktree", orDash(s.Git.Worktree), "branch", gitHead(s.Git))
 				}
 			})
 		},
@@ -295,3 +291,12 @@ func sessionFlags(s *desk.Session) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// gitHead is the branch a /workspace has checked out, or the commit it is
+// detached at.
+func gitHead(g *desk.GitInfo) string {
+	if g.Detached {
+		return "detached at " + g.Commit
+	}
+	return g.Branch
+}

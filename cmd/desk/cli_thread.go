@@ -43,7 +43,7 @@ func threadCmd(g *globals) *cobra.Command {
 	ls.Flags().StringVar(&group, "group", "", "only the threads of this thread group (tgr_…)")
 	show := &cobra.Command{
 		Use:   "show THR",
-		Short: "Show one handler thread: objective, state, group, surface and latest episode",
+		Short: "Show one handler thread: objective, state, group, surface, latest episode and branch",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			c, err := g.client()
@@ -58,6 +58,9 @@ func threadCmd(g *globals) *cobra.Command {
 				fields(w, "id", x.ID, "session", x.SessionID, "surface", x.SurfaceID, "title", x.Title, "state", x.State,
 					"history", x.History, "group", x.GroupID, "episodes", fmt.Sprint(x.EpisodeCount), "latest", latest(x.LatestEpisode),
 					"created", fmtTime(x.CreatedAt), "updated", fmtTime(x.UpdatedAt))
+				if x.Git != nil {
+					fields(w, "worktree", orDash(x.Git.Worktree), "branch", gitHead(x.Git))
+				}
 				fmt.Fprintf(w, "\nobjective:\n%s\n", x.Objective)
 			})
 		},
