@@ -315,11 +315,13 @@ func TestImportRefusesUnsafeArchives(t *testing.T) {
 		var es []tarEntry
 		for _, x := range base {
 			if x.name == "meta/"+table+".000001.ndjson" {
+				// The first row is edited; the rest stay as they were.
+				first, rest, _ := bytes.Cut(x.body, []byte("\n"))
 				var row map[string]any
-				must(t, json.Unmarshal(x.body, &row))
+				must(t, json.Unmarshal(first, &row))
 				edit(row)
 				b, _ := json.Marshal(row)
-				x.body = append(b, '\n')
+				x.body = append(append(b, '\n'), rest...)
 			}
 			es = append(es, x)
 		}
@@ -351,6 +353,8 @@ func TestImportRefusesUnsafeArchives(t *testing.T) {
 		{"rows of another workspace", tamperRows("actors", func(r map[string]any) { r["workspace_id"] = desk.NewID(desk.PrefixWorkspace) }), 400},
 		{"a path-forming id that is not an id", tamperRows("actors", func(r map[string]any) { r["id"] = "../../etc" }), 400},
 		{"unknown row column", tamperRows("workspaces", func(r map[string]any) { r["owner_token"] = "x" }), 400},
+		{"a session worktree that climbs out", tamperRows("sessions", func(r map[string]any) { r["worktree"] = "../../../etc" }), 400},
+		{"a worktree directory with a bad name", with(reg("worktrees/x.lock/file", "x")), 400},
 		{"not gzip", []byte("definitely not an archive"), 400},
 		{"truncated", good[:len(good)-20], 400},
 		{"over the size limit", with(reg("checkout/big", strings.Repeat("x", 2<<20))), 413},

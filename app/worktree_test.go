@@ -8,7 +8,10 @@ import (
 	"testing"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/lifecycle"
 )
 
 // Worktree awareness through HTTP: a session on a git checkout shows its
@@ -218,5 +221,89 @@ func TestWorktreeThread(t *testing.T) {
 	w.Must(200, "GET", "/v1/threads/"+th.ID, nil, &back)
 	if back.Git == nil || back.Git.Branch != "main" || back.Git.Worktree != "" {
 		t.Fatalf("after unbinding, the thread's git = %+v, want main on the checkout", back.Git)
+	}
+}
+
+// TestWorktreeExportImport: an export carries the worktrees sessions are
+// bound to, uncommitted work included, and the import relinks each one
+// with the checkout's git directory at its new place, so git works in it
+// on the second desk and knows nothing of the first one's paths.
+func TestWorktreeExportImport(t *testing.T) {
+	w := newAgentWorld(t)
+	co := w.App.Home.Abs(w.ws.ID, layout.CheckoutDir)
+	os.WriteFile(filepath.Join(co, "README.md"), []byte("hello\n"), 0o644)
+	gitInit(t, co)
+	x := w.script(says("hi"))
+	w.patchSession(x.ID, map[string]any{"worktree": "feature-x"})
+	oldWT := w.App.Home.Abs(w.ws.ID, layout.WorktreeRel("feature-x"))
+	if err := os.WriteFile(filepath.Join(oldWT, "wip.txt"), []byte("not committed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exported := w.Must(200, "GET", "/v1/workspaces/"+w.ws.ID+"/export", nil, nil).Body
+
+	e2 := apptest.Start(t, app.Config{})
+	e2.Must(201, "POST", "/v1/workspaces/import", exported, nil)
+	var got desk.Session
+	e2.Must(200, "GET", "/v1/sessions/"+x.ID, nil, &got)
+	if got.Worktree != "feature-x" || got.Git == nil || got.Git.Branch != "feature-x" || got.Git.Worktree != "feature-x" {
+		t.Fatalf("the imported session: worktree %q git %+v", got.Worktree, got.Git)
+	}
+	newWT := e2.App.Home.Abs(w.ws.ID, layout.WorktreeRel("feature-x"))
+	newCO := e2.App.Home.Abs(w.ws.ID, layout.CheckoutDir)
+	if b, err := os.ReadFile(filepath.Join(newWT, "wip.txt")); err != nil || string(b) != "not committed\n" {
+		t.Fatalf("the uncommitted file did not travel: %q %v", b, err)
+	}
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v in %s: %v: %s", args, dir, err, out)
+		}
+		return string(out)
+	}
+	if b := strings.TrimSpace(git(newWT, "branch", "--show-current")); b != "feature-x" {
+		t.Fatalf("branch in the imported worktree = %q", b)
+	}
+	if st := git(newWT, "status", "--porcelain"); !strings.Contains(st, "?? wip.txt") {
+		t.Fatalf("git status in the imported worktree = %q", st)
+	}
+	common, _ := filepath.Abs(strings.TrimSpace(git(newWT, "rev-parse", "--git-common-dir")))
+	if !strings.HasPrefix(common, newCO) {
+		t.Fatalf("the imported worktree's git directory is %s, not under %s", common, newCO)
+	}
+	list := git(newCO, "worktree", "list", "--porcelain")
+	if !strings.Contains(list, "worktree "+newWT+"\n") || strings.Contains(list, oldWT) {
+		t.Fatalf("git worktree list of the imported checkout:\n%s", list)
+	}
+}
+
+// TestWorktreeOffboardHandoff: offboarding a workspace lists, in
+// HANDOFF.md, the uncommitted work of every worktree sessions were bound
+// to, beside the checkout's; a restore brings the worktree back where git
+// finds it again.
+func TestWorktreeOffboardHandoff(t *testing.T) {
+	w := newAgentWorld(t)
+	co := w.App.Home.Abs(w.ws.ID, layout.CheckoutDir)
+	os.WriteFile(filepath.Join(co, "README.md"), []byte("hello\n"), 0o644)
+	gitInit(t, co)
+	x := w.script(says("hi"))
+	w.patchSession(x.ID, map[string]any{"worktree": "feature-x"})
+	wt := w.App.Home.Abs(w.ws.ID, layout.WorktreeRel("feature-x"))
+	if err := os.WriteFile(filepath.Join(wt, "wip.txt"), []byte("not committed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.Must(200, "POST", "/v1/workspaces/"+w.ws.ID+"/offboard", map[string]any{"reason": "done"}, nil)
+	h, err := os.ReadFile(filepath.Join(w.App.Home.Departed(w.ws.ID), lifecycle.HandoffFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(h), "## Uncommitted changes in checkout/\n\nNone: the working tree was clean.") ||
+		!strings.Contains(string(h), "## Uncommitted changes in worktrees/feature-x/\n\n- `?? wip.txt`") {
+		t.Fatalf("HANDOFF.md does not list the worktree's uncommitted work:\n%s", h)
+	}
+	w.Must(200, "POST", "/v1/workspaces/"+w.ws.ID+"/restore", nil, nil)
+	out, err := exec.Command("git", "-C", wt, "status", "--porcelain").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "?? wip.txt") {
+		t.Fatalf("git status in the restored worktree: %v %s", err, out)
 	}
 }

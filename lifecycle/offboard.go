@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/layout"
 )
 
 // Files an offboarding leaves at the top of the departed directory; restore
@@ -317,6 +318,16 @@ type handoff struct {
 	Uncommitted []string `json:"uncommitted,omitempty"`
 	GitError    string   `json:"git_error,omitempty"`
 	IsGit       bool     `json:"is_git"`
+	// Worktrees are the git worktrees of the checkout that sessions were
+	// bound to (worktrees/<name>), each with its own uncommitted paths:
+	// work there is as easy to lose track of as work in the checkout.
+	Worktrees []handoffWorktree `json:"worktrees,omitempty"`
+}
+
+type handoffWorktree struct {
+	Name        string   `json:"name"`
+	Uncommitted []string `json:"uncommitted"`
+	GitError    string   `json:"git_error,omitempty"`
 }
 
 type handoffSession struct {
@@ -380,10 +391,21 @@ func (s *Service) handoff(ctx context.Context, w *desk.Workspace, data *offboard
 			h.Waiting = append(h.Waiting, handoffWork{Kind: "input_request", ID: r.ID, SessionID: x.ID, Summary: summary(strings.Join(qs, " / "))})
 		}
 	}
-	h.IsGit, h.Uncommitted, h.GitError = uncommitted(ctx, s.home.Abs(w.ID, "checkout"))
-	if !h.IsGit {
+	dir := s.home.Workspace(w.ID)
+	if _, err := os.Lstat(dir); err != nil {
 		// The directory may already have left (recovery after the move).
-		h.IsGit, h.Uncommitted, h.GitError = uncommitted(ctx, filepath.Join(s.home.Departed(w.ID), "checkout"))
+		dir = s.home.Departed(w.ID)
+	}
+	h.IsGit, h.Uncommitted, h.GitError = uncommitted(ctx, filepath.Join(dir, layout.CheckoutDir))
+	ents, _ := os.ReadDir(filepath.Join(dir, layout.WorktreesDir))
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		isGit, paths, gitErr := uncommitted(ctx, filepath.Join(dir, layout.WorktreesDir, e.Name()))
+		if isGit {
+			h.Worktrees = append(h.Worktrees, handoffWorktree{Name: e.Name(), Uncommitted: nonNilStrings(paths), GitError: gitErr})
+		}
 	}
 	return h, nil
 }
@@ -458,6 +480,18 @@ func (h *handoff) markdown() string {
 			fmt.Fprintf(&b, "- `%s`\n", p)
 		}
 	}
+	for _, wt := range h.Worktrees {
+		fmt.Fprintf(&b, "\n## Uncommitted changes in worktrees/%s/\n\n", wt.Name)
+		switch {
+		case wt.GitError != "":
+			fmt.Fprintf(&b, "git status failed: %s\n", wt.GitError)
+		case len(wt.Uncommitted) == 0:
+			b.WriteString("None: the working tree was clean.\n")
+		}
+		for _, p := range wt.Uncommitted {
+			fmt.Fprintf(&b, "- `%s`\n", p)
+		}
+	}
 	b.WriteString("\n## Notes\n\n")
 	if strings.TrimSpace(h.Notes) == "" {
 		b.WriteString("None.\n")
@@ -507,4 +541,11 @@ func writeAtomic(p string, b []byte) error {
 	}
 	syncDir(filepath.Dir(p))
 	return nil
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

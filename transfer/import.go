@@ -27,6 +27,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/atomicfile"
+	"github.com/desk-runtime/desk/checkout"
 	"github.com/desk-runtime/desk/fsjail"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/workspace"
@@ -101,12 +102,15 @@ func (s *Service) Import(ctx context.Context, r io.Reader, opts desk.ImportOptio
 	if err := x.checkQuota(); err != nil {
 		return nil, err
 	}
+	ws := x.manifest.WorkspaceID
+	target := s.home.Workspace(ws)
+	if err := x.relinkWorktrees(target); err != nil {
+		return nil, err
+	}
 	if err := syncTree(x.tree); err != nil {
 		return nil, storageErr("import", err)
 	}
 
-	ws := x.manifest.WorkspaceID
-	target := s.home.Workspace(ws)
 	if err := os.MkdirAll(s.home.Workspaces(), 0o755); err != nil {
 		return nil, storageErr("import", err)
 	}
@@ -558,6 +562,13 @@ func checkRow(table string, row desk.Row, ws string, n int) error {
 		case pathColumns[k] && isStr && s != "" && table != "actor_tokens":
 			if !idShape.MatchString(s) {
 				return desk.Errorf(desk.EINVALID, "row %d of %s: %s=%q is not a desk id", n, table, k, s)
+			}
+		case k == "worktree" && isStr && s != "":
+			// A session's worktree names a directory under worktrees/ that
+			// becomes its /workspace, so it is held to the name rules a
+			// PATCH is.
+			if err := checkout.ValidWorktreeName(s); err != nil {
+				return desk.Errorf(desk.EINVALID, "row %d of %s: %s", n, table, desk.ErrorMessage(err))
 			}
 		case (k == "rel_path" || k == "pending") && isStr && s != "":
 			if !safeRel(s) {

@@ -52,6 +52,10 @@ type tree struct {
 // to the first name met.
 var trees = []tree{
 	{rel: layout.CheckoutDir},
+	// The git worktrees sessions are bound to: their files (uncommitted
+	// work included) travel with the checkout whose .git/worktrees/ knows
+	// them, and the import relinks the two (relinkWorktrees).
+	{rel: layout.WorktreesDir},
 	{rel: archive.ViewsDir},
 	{rel: KnowledgeDir},
 	{rel: SkillsDir},
