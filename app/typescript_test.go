@@ -3,6 +3,7 @@ package app_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/internal/npmbin"
+	"github.com/desk-runtime/desk/layout"
 )
 
 // execute_typescript through HTTP with script sessions, with the real
@@ -227,5 +229,53 @@ func TestTypeScriptFullAccess(t *testing.T) {
 	}
 	if len(w.approvals(x.ID, false)) != 0 {
 		t.Fatal("full-access asked for approval")
+	}
+}
+
+// TestTypeScriptNodeTypings: with @types/node beside the compiler (.ci/npm
+// installs it) a snippet is typechecked against Node's typings, so it may
+// import node:fs and node:child_process and use process, and it runs in
+// the sandbox on the session's /workspace and /scratch; an import of
+// another file or of a package finds nothing, since the typecheck sees
+// only the snippet, the compiler and the typings. list_extensions names
+// the typings.
+func TestTypeScriptNodeTypings(t *testing.T) {
+	needSandbox(t)
+	w := tsWorld(t)
+	w.settings(map[string]any{"approval_mode": "auto-review"})
+	co := w.App.Home.Abs(w.ws.ID, layout.CheckoutDir)
+	if err := os.WriteFile(filepath.Join(co, "data.txt"), []byte("a\nb\nc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := `import { readFileSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+const lines: string[] = readFileSync("/workspace/data.txt", "utf8").trim().split("\n");
+writeFileSync("/scratch/count.txt", String(lines.length));
+const back: string = execFileSync("cat", ["/scratch/count.txt"]).toString();
+console.log(lines.length, process.env.DESK_SESSION_ID, back);
+`
+	x := w.script(calls(snippet(code)), calls(snippet(`import { y } from "./other.mjs";
+console.log(y);
+`)), calls(snippet(`import z from "zod";
+console.log(z);
+`)), calls(tc("list_extensions", map[string]any{})), says("done"))
+	oneTerminal(t, w.settled(w.send(x.ID, "go").ExecutionID), desk.PhaseEnded)
+	cs := w.commands(x.ID)
+	if len(cs) != 4 {
+		t.Fatalf("commands: %+v", cs)
+	}
+	if v := w.resultOf(x, cs[0]); cs[0].Status != desk.CommandSucceeded || v["stdout"] != "3 "+x.ID+" 3\n" {
+		t.Fatalf("the Node snippet: %s %v", cs[0].Status, v)
+	}
+	for _, c := range cs[1:3] {
+		v := w.resultOf(x, c)
+		ds, _ := v["diagnostics"].([]any)
+		if c.Status != desk.CommandFailed || errCode(v) != "TYPECHECK_FAILED" || len(ds) != 1 || ds[0].(map[string]any)["code"] != "TS2307" {
+			t.Fatalf("an import of another module: %s %v", c.Status, v)
+		}
+	}
+	ts, _ := w.resultOf(x, cs[3])["typescript"].(map[string]any)
+	if !strings.HasPrefix(fmt.Sprint(ts["compiler"]), "7.") || !strings.HasPrefix(fmt.Sprint(ts["node_typings"]), "@types/node ") {
+		t.Fatalf("list_extensions' typescript: %v", ts)
 	}
 }

@@ -70,7 +70,7 @@ type listExtensions struct{ args[listExtensionsArgs] }
 
 func (listExtensions) Name() string { return "list_extensions" }
 func (listExtensions) Description() string {
-	return "List the skills of the workspace's repository (folders with a SKILL.md under .agents/skills/ or .claude/skills/ of /workspace and of the primary root): name, description, path and whether this conversation loaded it; the repository's instruction files (AGENTS.md, CLAUDE.md) and whether the prompt holds them; and the optional tools absent here, with why. Load a skill with load_extension."
+	return "List the skills of the workspace's repository (folders with a SKILL.md under .agents/skills/ or .claude/skills/ of /workspace and of the primary root): name, description, path and whether this conversation loaded it; the repository's instruction files (AGENTS.md, CLAUDE.md) and whether the prompt holds them; the optional tools absent here, with why; and execute_typescript's compiler, Node and Node typings. Load a skill with load_extension."
 }
 func (listExtensions) Gate(*Env, json.RawMessage) (bool, string) { return false, "" }
 
@@ -109,6 +109,15 @@ func (t listExtensions) Run(ctx context.Context, env *Env, call *Call) (*Result,
 	}
 	v := map[string]any{"skills": skills, "instructions": instr, "absent_tools": Absent(env),
 		"note": "load a skill with load_extension {name}: its instructions join your system prompt from your next step on, for the rest of this conversation"}
+	if tc := env.TypeScript; tc != nil && !slices.ContainsFunc(Absent(env), func(a AbsentTool) bool { return a.Name == "execute_typescript" }) {
+		ts := map[string]any{"compiler": tc.Version, "node": tc.NodeVersion}
+		if tc.TypesVersion != "" {
+			ts["node_typings"] = "@types/node " + tc.TypesVersion + ": snippets may import node:fs, node:child_process, … and use process"
+		} else {
+			ts["node_typings"] = "none: snippets get only the ES2022 and DOM library (install @types/node beside the compiler, e.g. npm i -g @types/node)"
+		}
+		v["typescript"] = ts
+	}
 	return &Result{Value: v, Facts: map[string]any{"skills": len(skills), "instructions": len(instr)}}, nil
 }
 

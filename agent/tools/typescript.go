@@ -26,9 +26,11 @@ import (
 //     before it is typechecked, so a refused one is kept too.
 //   - Each typecheck runs in a fresh temporary host directory that no
 //     guest mount reaches, bound into its sandbox as /opt/desk/snippet with
-//     the compiler's own directory read-only beside it and nothing of the
-//     session (no /artifacts, /scratch or /workspace, no network): the
-//     compiler sees the snippet and its libraries, nothing else.
+//     the compiler's own directory and the node_modules of @types/node
+//     read-only beside it and nothing of the session (no /artifacts,
+//     /scratch or /workspace, no network): the compiler sees the snippet,
+//     its libraries and Node's typings, nothing else, so an import of
+//     another file or package finds nothing.
 //   - The run binds that directory read-only into exec_command's sandbox,
 //     so what Node runs is what was just compiled from the approved
 //     arguments: no other tool call of the step can change it in between
@@ -48,10 +50,14 @@ const (
 	guestTSDir      = "/opt/desk/typescript"
 	guestNodeDir    = "/opt/desk/node"
 	guestSnippetDir = "/opt/desk/snippet"
+	// guestTypesDir is the node_modules with @types/node, read-only; it is
+	// not an ancestor of the snippet, so Node-style lookup from the
+	// snippet never finds it: only --typeRoots names it.
+	guestTypesDir = "/opt/desk/types/node_modules"
 )
 
 type executeTypeScriptArgs struct {
-	Code           string `json:"code" jsonschema_description:"the TypeScript source of one ES module (top-level await allowed), at most 256 KiB; it may use the ES2022 and DOM standard library (console, fetch, URL, …) but cannot import other files or packages and has no Node typings"`
+	Code           string `json:"code" jsonschema_description:"the TypeScript source of one ES module (top-level await allowed), at most 256 KiB; it may use the ES2022 and DOM standard library (console, fetch, URL, …) and, when list_extensions reports Node typings, Node's built-in modules and globals (node:fs, node:child_process, process, …); it cannot import other files or packages"`
 	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"minimum=1,maximum=1800" jsonschema_description:"kill the run after this many seconds; default 120"`
 }
 
@@ -205,14 +211,21 @@ func (t executeTypeScript) compile(ctx context.Context, env *Env, commandID, cod
 	// The compiler runs sandboxed wherever a sandbox exists (also in a
 	// full-access workspace), seeing only the snippet and itself.
 	runner := env.Sandbox
-	tsc := path.Join(guestTSDir, filepath.Base(tc.TSC))
+	tsc, types := path.Join(guestTSDir, filepath.Base(tc.TSC)), ""
+	mounts := []sandbox.Mount{{Guest: guestSnippetDir, Host: dir, Writable: true}, {Guest: guestTSDir, Host: tc.Dir()}}
+	if tc.Types != "" {
+		types = guestTypesDir
+		mounts = append(mounts, sandbox.Mount{Guest: guestTypesDir, Host: tc.Types})
+	}
 	if runner == nil {
-		runner, tsc = sandbox.Direct(), tc.TSC
+		runner, tsc, types = sandbox.Direct(), tc.TSC, tc.Types
+	}
+	cmd := "exec " + shQuote(tsc)
+	for _, a := range typescript.Args(types) {
+		cmd += " " + shQuote(a)
 	}
 	spec := sandbox.Spec{
-		Mounts:  []sandbox.Mount{{Guest: guestSnippetDir, Host: dir, Writable: true}, {Guest: guestTSDir, Host: tc.Dir()}},
-		Cwd:     guestSnippetDir,
-		Command: "exec " + shQuote(tsc) + " " + strings.Join(typescript.Args(), " "),
+		Mounts: mounts, Cwd: guestSnippetDir, Command: cmd,
 		Timeout: typecheckTimeout, MaxOutput: execKeep, Limits: limits(env),
 	}
 	res, err := runner.Run(ctx, spec, nil)

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -38,6 +39,13 @@ type Toolchain struct {
 	Node string
 	// NodeVersion is what `node --version` printed ("v20.20.2").
 	NodeVersion string
+	// Types is the node_modules directory that holds @types/node (and
+	// the packages its declarations reference, such as undici-types),
+	// found beside the compiler's package; "" when there is none, and
+	// snippets then have no Node typings.
+	Types string
+	// TypesVersion is @types/node's version ("20.19.43").
+	TypesVersion string
 }
 
 // Dir is the compiler's directory, bound read-only into the typecheck's
@@ -80,7 +88,32 @@ func Detect(tsc string) (*Toolchain, error) {
 	if !strings.HasPrefix(v, "7.") {
 		return nil, fmt.Errorf("the TypeScript compiler at %s is version %s; desk needs TypeScript 7 (npm i -g typescript@7)", exe, v)
 	}
-	return &Toolchain{TSC: exe, Version: v, Node: node, NodeVersion: nodeVersion}, nil
+	t := &Toolchain{TSC: exe, Version: v, Node: node, NodeVersion: nodeVersion}
+	t.Types, t.TypesVersion = nodeTypes(tsc, exe)
+	return t, nil
+}
+
+// nodeTypes finds the node_modules directory with @types/node that the
+// compiler was installed into (npm i -g typescript@7 @types/node puts
+// both in one): the first node_modules above the wrapper script or the
+// native binary that has @types/node/package.json.
+func nodeTypes(paths ...string) (dir, version string) {
+	for _, p := range paths {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		for d := filepath.Dir(p); d != filepath.Dir(d); d = filepath.Dir(d) {
+			if filepath.Base(d) != "node_modules" {
+				continue
+			}
+			var meta struct{ Name, Version string }
+			b, err := os.ReadFile(filepath.Join(d, "@types", "node", "package.json"))
+			if err == nil && json.Unmarshal(b, &meta) == nil && meta.Name == "@types/node" {
+				return d, meta.Version
+			}
+		}
+	}
+	return "", ""
 }
 
 // Native resolves tsc to the native compiler binary: itself when it is
@@ -146,14 +179,26 @@ const (
 
 // Args are the compiler's arguments for a snippet in the working
 // directory: strict, an ES module for Node (.mts → .mjs, top-level await
-// allowed), nothing resolved outside the file (--noResolve: no imports of
-// other files, no node_modules, no @types), nothing emitted on any
-// diagnostic, and the default libraries not checked again
-// (--skipLibCheck: they are the compiler's own). Diagnostics come one a
-// line, unformatted (--pretty false).
-func Args() []string {
-	return []string{"--pretty", "false", "--noResolve", "--noEmitOnError", "--skipLibCheck", "--strict",
-		"--target", "es2022", "--module", "nodenext", "--outDir", "out", Source}
+// allowed), nothing emitted on any diagnostic, and the libraries not
+// checked again (--skipLibCheck: they are the compiler's own and
+// @types/node). Diagnostics come one a line, unformatted (--pretty false).
+//
+// types is where the compiler finds @types/node (a node_modules directory
+// as the compiler sees it, "" for none). With it the snippet gets Node's
+// typings (process, node:fs, …) and nothing else: --types node names the
+// one package, and the typecheck's sandbox holds only the snippet, the
+// compiler and that directory, so an import of another file or package
+// finds nothing. Without it nothing is resolved outside the file at all
+// (--noResolve).
+func Args(types string) []string {
+	a := []string{"--pretty", "false", "--noEmitOnError", "--skipLibCheck", "--strict",
+		"--target", "es2022", "--module", "nodenext", "--outDir", "out"}
+	if types == "" {
+		a = append(a, "--noResolve")
+	} else {
+		a = append(a, "--types", "node", "--typeRoots", path.Join(filepath.ToSlash(types), "@types"))
+	}
+	return append(a, Source)
 }
 
 // Diagnostic is one compiler diagnostic of a snippet. Line and Column are

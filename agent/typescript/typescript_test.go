@@ -51,11 +51,39 @@ func TestDetect(t *testing.T) {
 	}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, Source), []byte("const x: number = \"a\";\n"), 0o644)
-	cmd := exec.Command(tc.TSC, Args()...)
+	cmd := exec.Command(tc.TSC, Args("")...)
 	cmd.Dir = dir
 	out, _ := cmd.CombinedOutput()
 	if ds := Parse(out); len(ds) != 1 || ds[0].Line != 1 || ds[0].Column != 7 || ds[0].Code != "TS2322" {
 		t.Fatalf("diagnostics %+v of %s", ds, out)
+	}
+
+	// .ci/npm installs @types/node beside the compiler: Detect finds it,
+	// and with it a snippet may use Node's modules and globals, which
+	// without it are unknown names.
+	if tc.Types == "" || filepath.Base(tc.Types) != "node_modules" || tc.TypesVersion == "" {
+		t.Fatalf("no Node typings found beside %s: %+v", tsc, tc)
+	}
+	node := "import { readFileSync } from \"node:fs\";\nconsole.log(process.argv.length, readFileSync(\"/etc/hostname\", \"utf8\").length);\n"
+	os.WriteFile(filepath.Join(dir, Source), []byte(node), 0o644)
+	for _, c := range []struct {
+		types string
+		want  []string
+	}{{"", []string{"TS2591", "TS2591"}}, {tc.Types, nil}} {
+		os.RemoveAll(filepath.Join(dir, "out"))
+		cmd := exec.Command(tc.TSC, Args(c.types)...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		var codes []string
+		for _, d := range Parse(out) {
+			codes = append(codes, d.Code)
+		}
+		if strings.Join(codes, ",") != strings.Join(c.want, ",") || (c.want == nil) != (err == nil) {
+			t.Fatalf("types %q: diagnostics %v (%v) of %s; want %v", c.types, codes, err, out, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(Output))); err != nil {
+		t.Fatalf("the snippet with Node typings was not emitted: %v", err)
 	}
 	if _, err := Detect(filepath.Join(dir, "missing", "tsc")); err == nil || !strings.Contains(err.Error(), "DESK_TSC") {
 		t.Fatalf("missing: %v", err)
