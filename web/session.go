@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,8 +52,11 @@ type sessionView struct {
 // olderLink loads the page of messages before Before when it scrolls into
 // view.
 type olderLink struct {
-	Ses    string
-	Before int64
+	Ses string
+	// Surface is the conversation the page shows: a thread page pages
+	// back through its thread's transcript, not the orchestrator's.
+	Surface string
+	Before  int64
 }
 
 // msgView is one transcript message with its tool calls as spans.
@@ -805,7 +809,7 @@ func (s *Server) sessionView(ctx context.Context, x *desk.Session) (*sessionView
 	if len(ms) > 0 {
 		v.LastSeq = ms[len(ms)-1].Seq
 		if ms[0].Seq > 1 {
-			v.Older = &olderLink{Ses: x.ID, Before: ms[0].Seq}
+			v.Older = &olderLink{Ses: x.ID, Surface: x.SurfaceID, Before: ms[0].Seq}
 		}
 	}
 	if v.Run, err = s.runState(ctx, x); err != nil {
@@ -838,6 +842,18 @@ func (s *Server) older(w http.ResponseWriter, r *request) error {
 	if err != nil || before <= 0 {
 		return desk.Errorf(desk.EINVALID, "before must be a positive message seq")
 	}
+	surface := r.URL.Query().Get("surface")
+	if surface != "" && surface != x.SurfaceID {
+		// Only a surface of this session: its own or one of its threads'.
+		ths, err := s.d.Store.ListThreads(r.Context(), x.ID, "")
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(ths, func(t *desk.Thread) bool { return t.SurfaceID == surface }) {
+			return desk.Errorf(desk.ENOTFOUND, "surface %q is not a conversation of session %s", surface, x.ID)
+		}
+		x = onSurface(x, surface)
+	}
 	ms, err := s.d.Agent.Transcript(r.Context(), x.SurfaceID, before, pageMessages)
 	if err != nil {
 		return err
@@ -848,7 +864,7 @@ func (s *Server) older(w http.ResponseWriter, r *request) error {
 	}
 	var link *olderLink
 	if len(ms) > 0 && ms[0].Seq > 1 {
-		link = &olderLink{Ses: x.ID, Before: ms[0].Seq}
+		link = &olderLink{Ses: x.ID, Surface: x.SurfaceID, Before: ms[0].Seq}
 	}
 	return s.writeFragments(w, part{"older", link}, part{"turns", turns(x.ID, ms, artifactMap(arts))})
 }

@@ -117,7 +117,7 @@ func (s *Server) threadPage(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	v.Draft = d.Text
-	stamp([]part{{data: v.Run}, {data: v.Queue}, {data: v.Cards}}, after)
+	stamp([]part{{data: v.Run}, {data: v.Queue}, {data: v.Cards}, {data: v.Budget}}, after)
 	v.WS, v.After, v.Admin = ws.ID, after, r.p.Admin
 	l, err := s.page(r, ws, "sessions", th.Title, "thread-main", &threadView{sessionView: v, T: th})
 	if err != nil {
