@@ -2,7 +2,9 @@ package runtimehost
 
 // desk as the client of an ACP agent: the agent's fs/* and terminal/*
 // requests (wire.Client), answered through the session's guest file
-// system and sandbox, never through host paths.
+// system and sandbox, never through host paths. (A full-access child,
+// which runs on the host, names host paths; guestOf maps each back to
+// the guest path behind it before anything is decided.)
 //
 // The view is the child's own: the session's guest mounts (/workspace,
 // /artifacts with its read-only immutable/, /context, declared host
@@ -30,6 +32,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -148,13 +152,58 @@ func refused(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", wire.ErrRefused, fmt.Sprintf(format, args...))
 }
 
+// hostOf is the host path behind a guest path of the mounts (the guest
+// path itself when no mount holds it).
+func hostOf(mounts []sandbox.Mount, guest string) string {
+	best, host := -1, guest
+	for _, m := range mounts {
+		if rel, ok := within(guest, m.Guest); ok && len(m.Guest) > best {
+			best, host = len(m.Guest), filepath.Join(m.Host, filepath.FromSlash(rel))
+		}
+	}
+	return host
+}
+
+// within reports whether p is dir or lies under it, and the rest of p.
+func within(p, dir string) (string, bool) {
+	if p == dir {
+		return "", true
+	}
+	rest, ok := strings.CutPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+	return rest, ok
+}
+
+// guestOf is the clean guest path an agent's path names. A sandboxed
+// child sees the guest file system, so it names guest paths. A
+// full-access child runs on the host (in the directory behind
+// /workspace), so it names host paths: one under a mount's host directory
+// is mapped back to the guest path behind it (the longest mount wins, as
+// in the sandbox). Anything else is taken as a guest path, so a host path
+// outside every mount names nothing and the jail refuses it; either way
+// the jail decides what may be read or written.
+func (g *guestClient) guestOf(p string) (string, error) {
+	if g.direct && filepath.IsAbs(p) {
+		hp := filepath.Clean(p)
+		best, guest := -1, ""
+		for _, m := range g.mounts {
+			if rel, ok := within(hp, filepath.Clean(m.Host)); ok && len(m.Host) > best {
+				best, guest = len(m.Host), path.Join(m.Guest, filepath.ToSlash(rel))
+			}
+		}
+		if best >= 0 {
+			p = guest
+		}
+	}
+	return fsjail.Clean(p)
+}
+
 // ReadTextFile reads a text file of the guest file system; line is
 // 1-based (0: from the start), limit a number of lines (0: all).
 func (g *guestClient) ReadTextFile(_ context.Context, guest string, line, limit int) (string, error) {
 	if line < 0 || limit < 0 {
 		return "", refused("line and limit must not be negative")
 	}
-	clean, err := fsjail.Clean(guest)
+	clean, err := g.guestOf(guest)
 	if err != nil {
 		return "", fsErr(err)
 	}
@@ -203,7 +252,7 @@ func (g *guestClient) WriteTextFile(ctx context.Context, guest, content string) 
 	if len(content) > MaxTextFile {
 		return refused("content is %d bytes; one write is at most %d", len(content), MaxTextFile)
 	}
-	clean, err := fsjail.Clean(guest)
+	clean, err := g.guestOf(guest)
 	if err != nil {
 		return fsErr(err)
 	}
@@ -253,7 +302,7 @@ func (g *guestClient) Terminal(_ context.Context, req wire.TerminalRequest) (wir
 	if cwd == "" {
 		cwd = g.cwd
 	}
-	clean, err := fsjail.Clean(cwd)
+	clean, err := g.guestOf(cwd)
 	if err != nil {
 		return nil, fsErr(err)
 	}

@@ -60,7 +60,10 @@ type outcome struct {
 	Signal    *string `json:"signal,omitempty"`
 }
 
-type scriptedAgent struct{ conn *sdk.AgentSideConnection }
+type scriptedAgent struct {
+	conn *sdk.AgentSideConnection
+	cwd  string // what session/new said
+}
 
 func runScriptedAgent() {
 	a := &scriptedAgent{}
@@ -89,7 +92,8 @@ func (a *scriptedAgent) CloseSession(context.Context, sdk.CloseSessionRequest) (
 func (a *scriptedAgent) ListSessions(context.Context, sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
 	return sdk.ListSessionsResponse{}, nil
 }
-func (a *scriptedAgent) NewSession(context.Context, sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
+func (a *scriptedAgent) NewSession(_ context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
+	a.cwd = p.Cwd
 	return sdk.NewSessionResponse{SessionId: "scripted-1"}, nil
 }
 func (a *scriptedAgent) ResumeSession(context.Context, sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
@@ -134,6 +138,8 @@ func (a *scriptedAgent) do(ctx context.Context, ses sdk.SessionId, o op) outcome
 			return failed(err)
 		}
 		return outcome{}
+	case "cwd":
+		return outcome{Content: a.cwd}
 	case "read":
 		req := sdk.ReadTextFileRequest{SessionId: ses, Path: o.Path}
 		if o.Line > 0 {
@@ -370,5 +376,69 @@ func TestACPTerminalDiesWithItsTurn(t *testing.T) {
 	}
 	if h.Running() != 1 {
 		t.Fatalf("the agent itself should stay alive between turns; running %d", h.Running())
+	}
+}
+
+// TestACPClientFullAccessHostPaths: in a full-access workspace the child
+// runs on the host, so session/new names the host directory behind
+// /workspace, and the host paths the agent then uses for fs/* and
+// terminals are mapped back to the guest file system: reads and writes
+// land in the checkout and in artifacts (with a row), a terminal runs in
+// the host directory, and a host path outside every mount is refused.
+func TestACPClientFullAccessHostPaths(t *testing.T) {
+	f := scriptedFixture(t)
+	h := runtimehost.New(runtimehost.Options{Store: f.store, Home: f.home, CancelGrace: time.Second,
+		Transports: map[wire.Protocol]wire.Transport{wire.ACP: acp.Transport{}},
+		Paths:      session.NewArtifacts(f.store, f.home, session.ArtifactOptions{}),
+		LookupEnv: func(k string) (string, bool) {
+			if k == "DESK_TEST_ACP_AGENT" {
+				return "1", true
+			}
+			return "", false
+		}})
+	ctx := context.Background()
+	defer h.Close(ctx)
+	x := f.sess
+	checkout := f.home.Abs(x.WorkspaceID, layout.CheckoutDir)
+	artifacts := f.home.Abs(x.WorkspaceID, layout.SessionRel(x.Actor, x.ID))
+	must(t, os.WriteFile(filepath.Join(checkout, "notes.txt"), []byte("one\ntwo\n"), 0o644))
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+
+	outs := runScript(t, h, f, []op{
+		{Op: "cwd"},
+		{Op: "read", Path: filepath.Join(checkout, "notes.txt"), Line: 2},
+		{Op: "write", Path: filepath.Join(checkout, "sub", "..", "hello.txt"), Content: "host path"},
+		{Op: "write", Path: filepath.Join(artifacts, "report.md"), Content: "# Report\n"},
+		{Op: "write", Path: outside, Content: "escaped"},
+		{Op: "read", Path: "/workspace/notes.txt"},
+		{Op: "term", Command: "pwd; cat hello.txt", Cwd: checkout},
+	})
+	for i, o := range outs {
+		if i != 4 && o.Code != 0 {
+			t.Fatalf("op %d failed: %+v", i, o)
+		}
+	}
+	if outs[0].Content != checkout {
+		t.Fatalf("session/new cwd = %q, want the host checkout %s", outs[0].Content, checkout)
+	}
+	if outs[1].Content != "two\n" || outs[5].Content != "one\ntwo\n" {
+		t.Fatalf("reads by host and guest path: %q %q", outs[1].Content, outs[5].Content)
+	}
+	if b, err := os.ReadFile(filepath.Join(checkout, "hello.txt")); err != nil || string(b) != "host path" {
+		t.Fatalf("the write by host path: %q %v", b, err)
+	}
+	arts, err := f.store.ListArtifacts(ctx, x.ID)
+	must(t, err)
+	if len(arts) != 1 || arts[0].Path != "/artifacts/report.md" {
+		t.Fatalf("the artifact written by host path: %+v", arts)
+	}
+	if outs[4].Code != -32602 {
+		t.Fatalf("a host path outside every mount: %+v", outs[4])
+	}
+	if _, err := os.Stat(outside); !os.IsNotExist(err) {
+		t.Fatalf("the refused write reached the host: %v", err)
+	}
+	if o := outs[6]; o.Output != checkout+"\nhost path" {
+		t.Fatalf("terminal in the host checkout: %+v", o)
 	}
 }

@@ -408,6 +408,15 @@ func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w
 		return nil, desk.Errorf(desk.EUNAVAILABLE, "no sandbox is available on this desk (install bubblewrap); runtime %s runs only in full-access workspaces without one", rt.Name)
 	}
 	client := h.newClient(x, st, jail, mounts, direct)
+	// A sandboxed child lives in the guest file system and starts in
+	// /workspace. A full-access child runs on the host, in the directory
+	// behind /workspace, and is told that directory: a guest path would
+	// name nothing there. Its fs/* and terminal paths are host paths then,
+	// which the client maps back through the mounts (guestClient.guestOf).
+	cwd := guestCwd
+	if direct {
+		cwd = hostOf(mounts, guestCwd)
+	}
 	mounts = append(mounts, sandbox.Mount{Guest: GuestState, Host: state, Writable: true})
 	env := map[string]string{"HOME": guestHome, "CODEX_HOME": guestHome + "/codex", "CLAUDE_CONFIG_DIR": guestHome + "/claude", "TERM": "dumb"}
 	for _, name := range rt.Env {
@@ -451,7 +460,7 @@ func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w
 		<-stderrDone
 		close(c.exited)
 	}()
-	conn, err := tr.Attach(ctx, wire.Stdio{Stdin: proc.Stdin, Stdout: proc.Stdout}, wire.Options{Cwd: guestCwd, Client: client, Log: log})
+	conn, err := tr.Attach(ctx, wire.Stdio{Stdin: proc.Stdin, Stdout: proc.Stdout}, wire.Options{Cwd: cwd, Client: client, Log: log})
 	if err != nil {
 		proc.Stdin.Close()
 		proc.Kill()
