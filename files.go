@@ -223,6 +223,11 @@ type ArtifactPaths interface {
 	// IndexPath gives an existing file without a row an artifact row and
 	// returns it (or the row that already exists).
 	IndexPath(ctx context.Context, sessionID, rel string) (*Artifact, error)
+	// IndexNew gives a row to every file of the session's artifact
+	// directory that has none (what a command or an external runtime
+	// left there) and returns the new rows in path order. A file the
+	// classifier refuses stays a plain file.
+	IndexNew(ctx context.Context, sessionID string) ([]*Artifact, error)
 }
 
 // FilesStore is the metadata the file API keeps: usage totals per actor and

@@ -136,6 +136,20 @@ func (g *guestClient) actx(ctx context.Context) context.Context {
 	return desk.WithOrigin(ctx, o)
 }
 
+// indexArtifacts gives rows to the files the turn left in the session's
+// artifact directory without going through fs/write_text_file: what the
+// child wrote itself and what its terminals wrote. ctx carries the turn's
+// origin. A failure is logged: the files stay, and the next command or
+// the collector indexes them.
+func (g *guestClient) indexArtifacts(ctx context.Context) {
+	if g.h.o.Paths == nil {
+		return
+	}
+	if _, err := g.h.o.Paths.IndexNew(ctx, g.x.ID); err != nil {
+		g.h.o.Logger.Warn("index the runtime's artifacts", "session", g.x.ID, "err", err)
+	}
+}
+
 // fsErr maps a guest file system error onto the wire's kinds; messages
 // name guest paths only (fsjail's never carry host paths).
 func fsErr(err error) error {

@@ -412,6 +412,7 @@ func TestACPClientFullAccessHostPaths(t *testing.T) {
 		{Op: "write", Path: outside, Content: "escaped"},
 		{Op: "read", Path: "/workspace/notes.txt"},
 		{Op: "term", Command: "pwd; cat hello.txt", Cwd: checkout},
+		{Op: "term", Command: "echo from a terminal > " + filepath.Join(artifacts, "term.txt")},
 	})
 	for i, o := range outs {
 		if i != 4 && o.Code != 0 {
@@ -427,10 +428,13 @@ func TestACPClientFullAccessHostPaths(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(checkout, "hello.txt")); err != nil || string(b) != "host path" {
 		t.Fatalf("the write by host path: %q %v", b, err)
 	}
+	// The file the terminal wrote is an artifact of the turn once the
+	// turn is over, beside the one fs/write_text_file wrote.
 	arts, err := f.store.ListArtifacts(ctx, x.ID)
 	must(t, err)
-	if len(arts) != 1 || arts[0].Path != "/artifacts/report.md" {
-		t.Fatalf("the artifact written by host path: %+v", arts)
+	if len(arts) != 2 || arts[0].Path != "/artifacts/report.md" || arts[1].Path != "/artifacts/term.txt" ||
+		arts[1].Origin.ExecutionID == "" || arts[1].Origin.Kind != desk.OriginAgent {
+		t.Fatalf("the artifacts written by host path and by a terminal: %+v", arts)
 	}
 	if outs[4].Code != -32602 {
 		t.Fatalf("a host path outside every mount: %+v", outs[4])

@@ -247,6 +247,10 @@ func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 		return nil, err
 	}
 	c.client.begin(t)
+	// Files the runtime left under /artifacts (its own writes, its
+	// terminals') become artifacts of the turn once the turn and its
+	// terminals are over: the deferred calls run end first.
+	defer c.client.indexArtifacts(context.WithoutCancel(c.client.actx(ctx)))
 	defer c.client.end()
 	s := &sink{h: h, t: t, c: c, settings: settings}
 	if err := s.userMessage(ctx); err != nil {

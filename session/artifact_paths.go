@@ -304,6 +304,64 @@ func (s *artifacts) IndexPath(ctx context.Context, sessionID, rel string) (*desk
 	return s.indexLocked(ctx, root, x, rel, o)
 }
 
+// IndexNew indexes the files of the session's artifact directory that
+// have no row, walking it through the workspace's os.Root (no link is
+// followed) in path order; desk's own temporary files are skipped.
+func (s *artifacts) IndexNew(ctx context.Context, sessionID string) ([]*desk.Artifact, error) {
+	x, err := visibleSession(ctx, s.store, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	root, err := s.openRoot(x.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	dir := layout.SessionRel(x.Actor, x.ID)
+	var rels []string
+	err = fs.WalkDir(root.FS(), dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.Type().IsRegular() && !atomicfile.IsTemp(d.Name()) {
+			rels = append(rels, strings.TrimPrefix(p, dir+"/"))
+		}
+		return nil
+	})
+	root.Close()
+	if err != nil {
+		return nil, err
+	}
+	// One query for the rows the session has, not one per file: a
+	// session may hold thousands of artifacts and this runs after every
+	// command.
+	have, err := s.store.ListArtifacts(ctx, x.ID)
+	if err != nil {
+		return nil, err
+	}
+	known := make(map[string]bool, len(have))
+	for _, a := range have {
+		known[a.RelPath] = true
+	}
+	var made []*desk.Artifact
+	for _, rel := range rels {
+		if known[rel] {
+			continue
+		}
+		a, err := s.IndexPath(ctx, x.ID, rel)
+		if err != nil {
+			if desk.ErrorCode(err) == desk.EINTERNAL {
+				return nil, err
+			}
+			continue // a file the classifier refuses stays a plain file
+		}
+		made = append(made, a)
+	}
+	return made, nil
+}
+
 // foundOrigin is the origin of a file desk found without a row.
 func foundOrigin(x *desk.Session) desk.Origin {
 	return desk.Origin{WorkspaceID: x.WorkspaceID, SessionID: x.ID, Actor: x.Actor, Kind: desk.OriginSystem}

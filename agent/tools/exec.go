@@ -5,19 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path"
-	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent/sandbox"
-	"github.com/desk-runtime/desk/atomicfile"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/session"
 )
@@ -191,10 +187,6 @@ func runCommand(ctx context.Context, env *Env, call *Call, command, guestCwd str
 // denials and its output caps.
 func runPrepared(ctx context.Context, env *Env, call *Call, cr *commandRun) (*Result, error) {
 	command, cwd, direct := cr.spec.Command, cr.spec.Cwd, cr.direct
-	before, err := artifactFiles(env)
-	if err != nil {
-		return nil, err
-	}
 	spill := &spillWriter{dir: env.Home.Abs(env.Session.WorkspaceID, layout.ScratchRel(env.Execution.ID))}
 	defer spill.close()
 	res, err := cr.runner.Run(ctx, cr.spec, func(stream string, chunk []byte) {
@@ -229,7 +221,7 @@ func runPrepared(ctx context.Context, env *Env, call *Call, cr *commandRun) (*Re
 	out := &Result{Value: v, Facts: facts, Output: joinOutput(res.Stdout, res.Stderr)}
 	markDenial(out, v, facts, res.Denial)
 	// Files the command left in /artifacts become artifacts of the session.
-	made, err := indexNew(ctx, env, before)
+	made, err := indexNew(ctx, env)
 	if err != nil {
 		return nil, err
 	}
@@ -285,52 +277,18 @@ func joinOutput(stdout, stderr string) string {
 	return stdout + "\n" + stderr
 }
 
-// artifactFiles lists the regular files of the session's artifact
-// directory, relative to it.
-func artifactFiles(env *Env) (map[string]bool, error) {
-	dir := env.Home.Abs(env.Session.WorkspaceID, layout.SessionRel(env.Session.Actor, env.Session.ID))
-	out := map[string]bool{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if d.Type().IsRegular() && !atomicfile.IsTemp(d.Name()) {
-			rel, _ := filepath.Rel(dir, p)
-			out[filepath.ToSlash(rel)] = true
-		}
-		return nil
-	})
-	return out, err
-}
-
-// indexNew gives rows to files the command created in /artifacts, and
-// re-reads the ones it changed.
-func indexNew(ctx context.Context, env *Env, before map[string]bool) ([]string, error) {
-	after, err := artifactFiles(env)
+// indexNew gives rows to the files the command left in /artifacts and
+// returns their ids.
+func indexNew(ctx context.Context, env *Env) ([]string, error) {
+	if env.Paths == nil {
+		return nil, nil
+	}
+	arts, err := env.Paths.IndexNew(ctx, env.Session.ID)
 	if err != nil {
 		return nil, err
 	}
-	var rels []string
-	for rel := range after {
-		if _, err := env.Store.ArtifactByPath(ctx, env.Session.ID, rel); desk.IsCode(err, desk.ENOTFOUND) {
-			rels = append(rels, rel)
-		} else if err != nil {
-			return nil, err
-		}
-	}
-	sort.Strings(rels)
 	var ids []string
-	for _, rel := range rels {
-		a, err := env.Paths.IndexPath(ctx, env.Session.ID, rel)
-		if err != nil {
-			if desk.ErrorCode(err) == desk.EINTERNAL {
-				return nil, err
-			}
-			continue // a file the classifier refuses stays a plain file
-		}
+	for _, a := range arts {
 		ids = append(ids, a.ID)
 	}
 	return ids, nil

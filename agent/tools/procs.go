@@ -71,7 +71,6 @@ type proc struct {
 	command string
 	cwd     string
 	cr      *commandRun
-	before  map[string]bool
 	stdinW  *os.File
 
 	mu      sync.Mutex
@@ -140,7 +139,7 @@ func (s *proc) ended() bool {
 
 // start starts a session, or returns a result the model can act on when
 // the execution holds MaxCommandSessions running ones already.
-func (p *Procs) start(cr *commandRun, command string, before map[string]bool) (*proc, *Result, error) {
+func (p *Procs) start(cr *commandRun, command string) (*proc, *Result, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -160,7 +159,7 @@ func (p *Procs) start(cr *commandRun, command string, before map[string]bool) (*
 		return nil, nil, err
 	}
 	p.next++
-	s := &proc{id: p.next, command: command, cwd: cr.spec.Cwd, cr: cr, before: before, stdinW: w,
+	s := &proc{id: p.next, command: command, cwd: cr.spec.Cwd, cr: cr, stdinW: w,
 		stdout: &chunkBuf{}, stderr: &chunkBuf{}, changed: make(chan struct{}, 1), done: make(chan struct{})}
 	p.live[s.id] = s
 	spec := cr.spec
@@ -273,7 +272,7 @@ func (p *Procs) report(ctx context.Context, env *Env, s *proc, facts map[string]
 		v["host_dirs"] = s.cr.hostDirs
 	}
 	markDenial(out, v, facts, res.Denial)
-	made, err := indexNew(ctx, env, s.before)
+	made, err := indexNew(ctx, env)
 	if err != nil {
 		return nil, err
 	}
@@ -294,11 +293,7 @@ func startSession(ctx context.Context, env *Env, call *Call, command, guestCwd s
 	if bad != nil || err != nil {
 		return bad, err
 	}
-	before, err := artifactFiles(env)
-	if err != nil {
-		return nil, err
-	}
-	s, bad, err := env.Procs.start(cr, command, before)
+	s, bad, err := env.Procs.start(cr, command)
 	if bad != nil || err != nil {
 		return bad, err
 	}
