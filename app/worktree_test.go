@@ -229,16 +229,7 @@ func TestWorktreeThread(t *testing.T) {
 // with the checkout's git directory at its new place, so git works in it
 // on the second desk and knows nothing of the first one's paths.
 func TestWorktreeExportImport(t *testing.T) {
-	w := newAgentWorld(t)
-	co := w.App.Home.Abs(w.ws.ID, layout.CheckoutDir)
-	os.WriteFile(filepath.Join(co, "README.md"), []byte("hello\n"), 0o644)
-	gitInit(t, co)
-	x := w.script(says("hi"))
-	w.patchSession(x.ID, map[string]any{"worktree": "feature-x"})
-	oldWT := w.App.Home.Abs(w.ws.ID, layout.WorktreeRel("feature-x"))
-	if err := os.WriteFile(filepath.Join(oldWT, "wip.txt"), []byte("not committed\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	w, x, oldWT := worktreeWithWIP(t)
 	exported := w.Must(200, "GET", "/v1/workspaces/"+w.ws.ID+"/export", nil, nil).Body
 
 	e2 := apptest.Start(t, app.Config{})
@@ -282,16 +273,7 @@ func TestWorktreeExportImport(t *testing.T) {
 // to, beside the checkout's; a restore brings the worktree back where git
 // finds it again.
 func TestWorktreeOffboardHandoff(t *testing.T) {
-	w := newAgentWorld(t)
-	co := w.App.Home.Abs(w.ws.ID, layout.CheckoutDir)
-	os.WriteFile(filepath.Join(co, "README.md"), []byte("hello\n"), 0o644)
-	gitInit(t, co)
-	x := w.script(says("hi"))
-	w.patchSession(x.ID, map[string]any{"worktree": "feature-x"})
-	wt := w.App.Home.Abs(w.ws.ID, layout.WorktreeRel("feature-x"))
-	if err := os.WriteFile(filepath.Join(wt, "wip.txt"), []byte("not committed\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	w, _, wt := worktreeWithWIP(t)
 	w.Must(200, "POST", "/v1/workspaces/"+w.ws.ID+"/offboard", map[string]any{"reason": "done"}, nil)
 	h, err := os.ReadFile(filepath.Join(w.App.Home.Departed(w.ws.ID), lifecycle.HandoffFile))
 	if err != nil {
@@ -306,4 +288,22 @@ func TestWorktreeOffboardHandoff(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "?? wip.txt") {
 		t.Fatalf("git status in the restored worktree: %v %s", err, out)
 	}
+}
+
+// worktreeWithWIP makes a git checkout, binds a script session to the
+// worktree feature-x and leaves an uncommitted wip.txt in it; it returns
+// the world, the session and the worktree's host path.
+func worktreeWithWIP(t *testing.T) (*agentWorld, desk.Session, string) {
+	t.Helper()
+	w := newAgentWorld(t)
+	co := w.App.Home.Abs(w.ws.ID, layout.CheckoutDir)
+	os.WriteFile(filepath.Join(co, "README.md"), []byte("hello\n"), 0o644)
+	gitInit(t, co)
+	x := w.script(says("hi"))
+	w.patchSession(x.ID, map[string]any{"worktree": "feature-x"})
+	wt := w.App.Home.Abs(w.ws.ID, layout.WorktreeRel("feature-x"))
+	if err := os.WriteFile(filepath.Join(wt, "wip.txt"), []byte("not committed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return w, x, wt
 }

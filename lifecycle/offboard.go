@@ -469,28 +469,10 @@ func (h *handoff) markdown() string {
 		fmt.Fprintf(&b, "- %s `%s` in `%s`: %s\n", q.Kind, q.ID, q.SessionID, q.Summary)
 	}
 	if h.IsGit {
-		b.WriteString("\n## Uncommitted changes in checkout/\n\n")
-		switch {
-		case h.GitError != "":
-			fmt.Fprintf(&b, "git status failed: %s\n", h.GitError)
-		case len(h.Uncommitted) == 0:
-			b.WriteString("None: the working tree was clean.\n")
-		}
-		for _, p := range h.Uncommitted {
-			fmt.Fprintf(&b, "- `%s`\n", p)
-		}
+		writeUncommitted(&b, "checkout/", h.GitError, h.Uncommitted)
 	}
 	for _, wt := range h.Worktrees {
-		fmt.Fprintf(&b, "\n## Uncommitted changes in worktrees/%s/\n\n", wt.Name)
-		switch {
-		case wt.GitError != "":
-			fmt.Fprintf(&b, "git status failed: %s\n", wt.GitError)
-		case len(wt.Uncommitted) == 0:
-			b.WriteString("None: the working tree was clean.\n")
-		}
-		for _, p := range wt.Uncommitted {
-			fmt.Fprintf(&b, "- `%s`\n", p)
-		}
+		writeUncommitted(&b, "worktrees/"+wt.Name+"/", wt.GitError, wt.Uncommitted)
 	}
 	b.WriteString("\n## Notes\n\n")
 	if strings.TrimSpace(h.Notes) == "" {
@@ -548,4 +530,19 @@ func nonNilStrings(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// writeUncommitted writes the handoff section listing one working tree's
+// uncommitted paths (the checkout's or a worktree's).
+func writeUncommitted(b *strings.Builder, dir, gitErr string, paths []string) {
+	fmt.Fprintf(b, "\n## Uncommitted changes in %s\n\n", dir)
+	switch {
+	case gitErr != "":
+		fmt.Fprintf(b, "git status failed: %s\n", gitErr)
+	case len(paths) == 0:
+		b.WriteString("None: the working tree was clean.\n")
+	}
+	for _, p := range paths {
+		fmt.Fprintf(b, "- `%s`\n", p)
+	}
 }
