@@ -135,10 +135,18 @@ func (b *bubblewrap) Run(ctx context.Context, s Spec, onOutput OutputFunc) (*Res
 	}
 	if cg != nil {
 		p.cgroup = cg
-		defer cg.remove()
-		done := make(chan struct{})
-		defer close(done)
-		go cg.watch(p.stop, done)
+		done, watched := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(watched)
+			cg.watch(p.stop, done)
+		}()
+		// The watcher reads the cgroup's files: it is over before they
+		// are removed.
+		defer func() {
+			close(done)
+			<-watched
+			cg.remove()
+		}()
 	}
 	o, err := execute(ctx, p, onOutput, b.grace, func(p *plan, out, errw *os.File) (*process, error) {
 		return b.launch(p, out, errw, b.userns)
@@ -206,76 +214,27 @@ const sandboxUID = 1000
 const sandboxHostname = "sandbox"
 
 func (b *bubblewrap) launch(p *plan, stdout, stderr *os.File, userns bool) (*process, error) {
-	var closers []*os.File
-	closeAll := func() {
-		for _, f := range closers {
-			f.Close()
-		}
-	}
-	pipe := func() (r, w *os.File, err error) {
-		r, w, err = os.Pipe()
-		if err == nil {
-			closers = append(closers, r, w)
-		}
-		return r, w, err
-	}
-	startedR, startedW, err := pipe()
+	fds, err := openLaunchFDs(p, nil, userns)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: pipe: %w", err)
+		return nil, err
 	}
-	infoR, infoW, err := pipe()
-	if err != nil {
-		closeAll()
-		return nil, fmt.Errorf("sandbox: pipe: %w", err)
-	}
-	ids, err := identityPipes(pipe, getenv(p.env, "HOME"), userns)
-	if err != nil {
-		closeAll()
-		return nil, fmt.Errorf("sandbox: pipe: %w", err)
-	}
-	extra := append([]*os.File{startedW, infoW}, ids...)
-	// The guest mounts are opened here, in desk, and handed to bwrap as
-	// descriptors: bwrap binds what they refer to (--bind-fd), so a
-	// directory swapped for a symbolic link after these opens (after
-	// CheckPinned, after prepare) changes nothing. Binding by path would
-	// leave that window open, and a declared host path replaced by a link
-	// to DESK_HOME would show the command desk's own home.
-	for _, m := range p.mounts {
-		f, err := fsjail.OpenDir(fsjail.Mount{Guest: m.Guest, Host: m.Host, Pin: m.Pin})
-		if err != nil {
-			closeAll()
-			return nil, err
-		}
-		closers = append(closers, f)
-		extra = append(extra, f)
-	}
+	startedR, infoR := fds.startedR, fds.infoR
 	if b.opened != nil {
 		b.opened()
 	}
 
-	cmd := exec.Command(b.path, bwrapArgs(p, userns, b.extraArgs)...)
-	if p.cgroup != nil && len(p.cgroup.procs) > 0 {
-		args := append([]string{"-c", joinScript, "desk-cgroup"}, p.cgroup.procs...)
-		args = append(append(args, "--", b.path), bwrapArgs(p, userns, b.extraArgs)...)
-		cmd = exec.Command("/bin/sh", args...)
-	}
+	cmd := bwrapCommand(b.path, bwrapArgs(p, userns, b.extraArgs), p.cgroup)
 	cmd.Env = p.env // bwrap passes its environment to the command unchanged
 	if p.stdin != nil {
 		cmd.Stdin = p.stdin // bwrap hands its stdin to the command
 	}
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
-	cmd.ExtraFiles = extra
+	cmd.ExtraFiles = fds.extra
 	setProcAttr(cmd)
 	noInheritedFDs()
 	err = cmd.Start()
-	// bwrap has its copies of the descriptors now (and closes those of the
-	// mounts once bound, before the command runs); desk's are closed here.
-	for _, f := range closers {
-		if f != startedR && f != infoR {
-			f.Close()
-		}
-	}
+	fds.handedOver()
 	if err != nil {
 		startedR.Close()
 		infoR.Close()
@@ -295,20 +254,7 @@ func (b *bubblewrap) launch(p *plan, stdout, stderr *os.File, userns bool) (*pro
 	}()
 	go func() {
 		defer helpers.Done()
-		defer infoR.Close()
-		dec := json.NewDecoder(infoR)
-		for {
-			var st struct {
-				ChildPid     int    `json:"child-pid"`
-				PidNamespace uint64 `json:"pid-namespace"`
-			}
-			if err := dec.Decode(&st); err != nil {
-				return
-			}
-			if st.ChildPid > 0 {
-				ns.set(st.ChildPid, st.PidNamespace)
-			}
-		}
+		watchInfo(infoR, ns)
 	}()
 	return &process{
 		cmd:  cmd,
@@ -667,4 +613,108 @@ func inSystemDir(g string) bool {
 		}
 	}
 	return false
+}
+
+// launchFDs are the descriptors a bwrap launch hands its child, opened
+// in desk: the start and info pipes, the identity files, one descriptor
+// per guest mount and then one per install path, in the order bwrapArgs
+// and spawnArgs number them (fdMounts+i is mount i of all).
+type launchFDs struct {
+	startedR, infoR *os.File   // desk's ends, read after the start
+	extra           []*os.File // cmd.ExtraFiles
+	closers         []*os.File // every descriptor opened here
+}
+
+// openLaunchFDs opens them. The guest mounts are opened here, in desk,
+// and handed to bwrap as descriptors: bwrap binds what they refer to
+// (--bind-fd), so a directory swapped for a symbolic link after these
+// opens (after CheckPinned, after prepare) changes nothing. Binding by
+// path would leave that window open, and a declared host path replaced
+// by a link to DESK_HOME would show the command desk's own home.
+func openLaunchFDs(p *plan, installs []Mount, userns bool) (*launchFDs, error) {
+	l := &launchFDs{}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			l.closers = append(l.closers, r, w)
+		}
+		return r, w, err
+	}
+	fail := func(err error) (*launchFDs, error) {
+		for _, f := range l.closers {
+			f.Close()
+		}
+		return nil, err
+	}
+	startedR, startedW, err := pipe()
+	if err != nil {
+		return fail(fmt.Errorf("sandbox: pipe: %w", err))
+	}
+	infoR, infoW, err := pipe()
+	if err != nil {
+		return fail(fmt.Errorf("sandbox: pipe: %w", err))
+	}
+	ids, err := identityPipes(pipe, getenv(p.env, "HOME"), userns)
+	if err != nil {
+		return fail(fmt.Errorf("sandbox: pipe: %w", err))
+	}
+	l.startedR, l.infoR = startedR, infoR
+	l.extra = append([]*os.File{startedW, infoW}, ids...)
+	for _, m := range p.mounts {
+		f, err := fsjail.OpenDir(fsjail.Mount{Guest: m.Guest, Host: m.Host, Pin: m.Pin})
+		if err != nil {
+			return fail(err)
+		}
+		l.closers = append(l.closers, f)
+		l.extra = append(l.extra, f)
+	}
+	for _, m := range installs {
+		f, err := openInstall(m.Host)
+		if err != nil {
+			return fail(err)
+		}
+		l.closers = append(l.closers, f)
+		l.extra = append(l.extra, f)
+	}
+	return l, nil
+}
+
+// handedOver closes desk's copies of everything but its two read ends,
+// once bwrap has been started (or failed to be): bwrap has its own copies
+// and closes those of the mounts once bound, before the command runs.
+func (l *launchFDs) handedOver() {
+	for _, f := range l.closers {
+		if f != l.startedR && f != l.infoR {
+			f.Close()
+		}
+	}
+}
+
+// bwrapCommand is bwrap with args, started through joinScript when desk
+// made a cgroup for it, so bwrap is in the cgroup before it forks.
+func bwrapCommand(path string, args []string, cg *cgroup) *exec.Cmd {
+	if cg != nil && len(cg.procs) > 0 {
+		a := append([]string{"-c", joinScript, "desk-cgroup"}, cg.procs...)
+		return exec.Command("/bin/sh", append(append(a, "--", path), args...)...)
+	}
+	return exec.Command(path, args...)
+}
+
+// watchInfo reads bwrap's --info-fd reports until it closes, recording
+// the command's pid and pid namespace in ns; it closes infoR.
+func watchInfo(infoR *os.File, ns *namespace) {
+	defer infoR.Close()
+	dec := json.NewDecoder(infoR)
+	for {
+		var st struct {
+			ChildPid     int    `json:"child-pid"`
+			PidNamespace uint64 `json:"pid-namespace"`
+		}
+		if err := dec.Decode(&st); err != nil {
+			return
+		}
+		if st.ChildPid > 0 {
+			ns.set(st.ChildPid, st.PidNamespace)
+		}
+	}
 }

@@ -2,11 +2,9 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,7 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/fsjail"
 )
 
 // BubblewrapSpawner spawns children inside bubblewrap at bwrapPath with
@@ -163,76 +160,25 @@ func openInstall(p string) (*os.File, error) {
 }
 
 func (s *bwrapSpawner) launch(p *plan, installs []Mount, argv []string) (*Process, error) {
-	var closers []*os.File
-	closeAll := func() {
-		for _, f := range closers {
-			f.Close()
-		}
-	}
-	pipe := func() (r, w *os.File, err error) {
-		r, w, err = os.Pipe()
-		if err == nil {
-			closers = append(closers, r, w)
-		}
-		return r, w, err
-	}
-	startedR, startedW, err := pipe()
-	if err != nil {
-		return nil, fmt.Errorf("spawn: pipe: %w", err)
-	}
-	infoR, infoW, err := pipe()
-	if err != nil {
-		closeAll()
-		return nil, fmt.Errorf("spawn: pipe: %w", err)
-	}
 	userns := s.b.userns
-	ids, err := identityPipes(pipe, getenv(p.env, "HOME"), userns)
-	if err != nil {
-		closeAll()
-		return nil, fmt.Errorf("spawn: pipe: %w", err)
-	}
-	extra := append([]*os.File{startedW, infoW}, ids...)
 	// The guest mounts, then the install paths, as descriptors (see
-	// BubblewrapSpawner): fdMounts+i is mount i of all.
-	for _, m := range p.mounts {
-		f, err := fsjail.OpenDir(fsjail.Mount{Guest: m.Guest, Host: m.Host, Pin: m.Pin})
-		if err != nil {
-			closeAll()
-			return nil, err
-		}
-		closers = append(closers, f)
-		extra = append(extra, f)
+	// openLaunchFDs).
+	fds, err := openLaunchFDs(p, installs, userns)
+	if err != nil {
+		return nil, err
 	}
-	for _, m := range installs {
-		f, err := openInstall(m.Host)
-		if err != nil {
-			closeAll()
-			return nil, err
-		}
-		closers = append(closers, f)
-		extra = append(extra, f)
-	}
+	startedR, infoR := fds.startedR, fds.infoR
 	if s.opened != nil {
 		s.opened()
 	}
 
-	a := spawnArgs(p, installs, userns, argv)
-	cmd := exec.Command(s.b.path, a...)
-	if p.cgroup != nil && len(p.cgroup.procs) > 0 {
-		args := append([]string{"-c", joinScript, "desk-cgroup"}, p.cgroup.procs...)
-		args = append(append(args, "--", s.b.path), a...)
-		cmd = exec.Command("/bin/sh", args...)
-	}
+	cmd := bwrapCommand(s.b.path, spawnArgs(p, installs, userns, argv), p.cgroup)
 	cmd.Env = p.env
-	cmd.ExtraFiles = extra
+	cmd.ExtraFiles = fds.extra
 	setProcAttr(cmd)
 	noInheritedFDs()
 	proc, err := start(cmd)
-	for _, f := range closers {
-		if f != startedR && f != infoR {
-			f.Close()
-		}
-	}
+	fds.handedOver()
 	if err != nil {
 		startedR.Close()
 		infoR.Close()
@@ -243,20 +189,7 @@ func (s *bwrapSpawner) launch(p *plan, installs []Mount, argv []string) (*Proces
 	helpers.Add(1)
 	go func() {
 		defer helpers.Done()
-		defer infoR.Close()
-		dec := json.NewDecoder(infoR)
-		for {
-			var st struct {
-				ChildPid     int    `json:"child-pid"`
-				PidNamespace uint64 `json:"pid-namespace"`
-			}
-			if err := dec.Decode(&st); err != nil {
-				return
-			}
-			if st.ChildPid > 0 {
-				ns.set(st.ChildPid, st.PidNamespace)
-			}
-		}
+		watchInfo(infoR, ns)
 	}()
 	proc.kill = func() error {
 		ns.killInit()
