@@ -532,3 +532,66 @@ func TestContractTitleRequest(t *testing.T) {
 		}
 	})
 }
+
+// TestContractCodingTools: the coding tools' calls and results travel
+// through every provider's real request shape: an apply_patch that adds a
+// file, a command started with yield_time_ms that waits on its stdin, and
+// the write_stdin that feeds it and collects its exit; each result reaches
+// the next request as the call's output.
+func TestContractCodingTools(t *testing.T) {
+	if _, err := sandbox.Detect(); err != nil {
+		t.Skipf("no working sandbox here: %v", err)
+	}
+	forEachProvider(t, func(t *testing.T, w *deskWorld) {
+		patch := "*** Begin Patch\n*** Add File: /artifacts/plan.md\n+step one\n+step two\n*** End Patch\n"
+		w.srv.Push(
+			strict.Reply{ToolCalls: []strict.Call{{Name: "apply_patch", Arguments: args(map[string]string{"patch": patch})}}},
+			strict.Reply{ToolCalls: []strict.Call{{Name: "exec_command", Arguments: args(map[string]any{
+				"command": `read line; echo "got $line"`, "yield_time_ms": 300})}}},
+			strict.Reply{ToolCalls: []strict.Call{{Name: "write_stdin", Arguments: args(map[string]any{
+				"session_id": 1, "chars": "PLUM\n", "yield_time_ms": 5000})}}},
+			strict.Reply{Text: "The plan is written and the command answered."})
+		exe := w.send("write the plan, then start a command that reads a line and feed it PLUM")
+		// The command asks first (the default approval mode is user's);
+		// write_stdin to a command already approved does not.
+		ap := w.pendingApproval()
+		if ap.Tool != "exec_command" {
+			t.Fatalf("the approval asked for is %s's", ap.Tool)
+		}
+		w.Must(200, "POST", "/v1/approvals/"+ap.ID, map[string]string{"decision": "approve"}, nil)
+		w.settled(exe, desk.PhaseEnded)
+		if got := w.reply(); got != "The plan is written and the command answered." {
+			t.Fatalf("reply %q", got)
+		}
+		b, err := os.ReadFile(filepath.Join(w.App.Home.Abs(w.ses.WorkspaceID, layout.SessionRel(w.ses.Actor, w.ses.ID)), "plan.md"))
+		if err != nil || string(b) != "step one\nstep two\n" {
+			t.Fatalf("the patched artifact: %q %v", b, err)
+		}
+		reqs := w.checkRequests(4)
+		result := func(i int) map[string]any {
+			t.Helper()
+			// Request i carries the transcript so far: i results, the
+			// newest that of the call request i-1 was answered with.
+			ids, res := reqs[i].ToolCallIDs(), reqs[i].ToolResults()
+			if len(ids) != i || len(res) != i {
+				t.Fatalf("request %d carries calls %v and results %v, want %d", i, ids, res, i)
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(res[ids[i-1]]), &m); err != nil {
+				t.Fatalf("request %d: the result is not the tool's JSON: %q", i, res[ids[i-1]])
+			}
+			return m
+		}
+		files, _ := result(1)["files"].([]any)
+		if len(files) != 1 || files[0].(map[string]any)["path"] != "/artifacts/plan.md" || files[0].(map[string]any)["kind"] != "add" ||
+			!strings.Contains(files[0].(map[string]any)["diff"].(string), "+step two") {
+			t.Fatalf("apply_patch result: %v", result(1))
+		}
+		if r := result(2); r["session_id"] != float64(1) || r["running"] != true {
+			t.Fatalf("exec_command with yield_time_ms: %v", r)
+		}
+		if r := result(3); r["running"] != false || r["exit_code"] != float64(0) || !strings.Contains(r["stdout"].(string), "got PLUM") {
+			t.Fatalf("write_stdin: %v", r)
+		}
+	})
+}
