@@ -317,6 +317,9 @@ type AgentStore interface {
 	CountMessages(ctx context.Context, surfaceID string) (int, error)
 
 	CreateCommand(ctx context.Context, c *Command) error
+	// UpdateCommand replaces the row's arguments (an external runtime may
+	// announce a call before its input is known), status, times, output,
+	// facts, artifacts, error and result.
 	UpdateCommand(ctx context.Context, c *Command) error
 	ListCommands(ctx context.Context, executionIDs []string) ([]*Command, error)
 

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 
 // op is one client call the scripted agent makes.
 type op struct {
-	Op      string   `json:"op"` // write | read | term | term_kill | term_leave
+	Op      string   `json:"op"` // write | read | cwd | term | term_kill | term_leave | term_tool
 	Path    string   `json:"path,omitempty"`
 	Content string   `json:"content,omitempty"`
 	Line    int      `json:"line,omitempty"`
@@ -166,6 +166,19 @@ func (a *scriptedAgent) do(ctx context.Context, ses sdk.SessionId, o op) outcome
 		return failed(err)
 	}
 	id := t.TerminalId
+	// term_tool reports the command as claude-code-acp does: a tool call
+	// announced with empty input, the input in a second announcement, the
+	// terminal embedded (no text), and a completion without content.
+	call := sdk.ToolCallId("tool-" + id)
+	update := func(u sdk.SessionUpdate) {
+		_ = a.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: ses, Update: u})
+	}
+	if o.Op == "term_tool" {
+		update(sdk.StartToolCall(call, "Terminal", sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartRawInput(map[string]any{})))
+		update(sdk.StartToolCall(call, o.Command, sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartRawInput(map[string]any{"command": o.Command})))
+		update(sdk.UpdateToolCall(call, sdk.WithUpdateStatus(sdk.ToolCallStatusInProgress), sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolTerminalRef(id)})))
+		defer update(sdk.UpdateToolCall(call, sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted)))
+	}
 	switch o.Op {
 	case "term_leave": // never released: the turn's end must kill it
 		return outcome{}
@@ -444,5 +457,39 @@ func TestACPClientFullAccessHostPaths(t *testing.T) {
 	}
 	if o := outs[6]; o.Output != checkout+"\nhost path" {
 		t.Fatalf("terminal in the host checkout: %+v", o)
+	}
+}
+
+// TestACPClientTerminalToolOutput: a tool call that embeds one of desk's
+// terminals, as claude-code-acp reports its commands (no text of the
+// output anywhere, the input only in a second announcement), is a command
+// record with the terminal's exact output and the later input.
+func TestACPClientTerminalToolOutput(t *testing.T) {
+	f := scriptedFixture(t)
+	h := sandboxedHost(t, f)
+	ctx := context.Background()
+	defer h.Close(ctx)
+	b, _ := json.Marshal([]op{{Op: "term_tool", Command: "echo one; echo two >&2; echo three"}})
+	turn := f.turn(&emitted{}, string(b))
+	if _, err := h.Execute(ctx, turn); err != nil {
+		t.Fatalf("turn: %v", err)
+	}
+	cs, err := f.store.ListCommands(ctx, []string{turn.Execution.ID})
+	must(t, err)
+	var c *desk.Command
+	for _, x := range cs {
+		if x.CallID == "tool-term_1" {
+			c = x
+		}
+	}
+	if c == nil {
+		t.Fatalf("no command record of the tool call: %+v", cs)
+	}
+	if c.Status != desk.CommandSucceeded || c.Output != "one\ntwo\nthree\n" {
+		t.Fatalf("the tool call's record: %s %q, want succeeded with the terminal's output", c.Status, c.Output)
+	}
+	var args map[string]string
+	if json.Unmarshal(c.Arguments, &args) != nil || args["command"] != "echo one; echo two >&2; echo three" {
+		t.Fatalf("the record's arguments %s, want the later input", c.Arguments)
 	}
 }

@@ -597,11 +597,26 @@ func (s *sink) command(id, kind, title string, input json.RawMessage) *desk.Comm
 	return c
 }
 
+// setArguments gives the command the call's input, and reports whether
+// it changed. An agent may announce a call before its input is known
+// (claude-code-acp's tool_call carries {}) and send it later, in an
+// update or in its permission request: an empty object never replaces
+// arguments the record has.
+func setArguments(c *desk.Command, input json.RawMessage) bool {
+	if len(input) == 0 || !json.Valid(input) || bytes.Equal(input, c.Arguments) {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(input, &m) == nil && m != nil && len(m) == 0 && len(c.Arguments) > 0 {
+		return false
+	}
+	c.Arguments = input
+	return true
+}
+
 func (s *sink) Tool(ev wire.ToolEvent) {
 	c := s.command(ev.ID, ev.Kind, ev.Title, ev.Input)
-	if len(ev.Input) > 0 && json.Valid(ev.Input) {
-		c.Arguments = ev.Input
-	}
+	setArguments(c, ev.Input)
 	if st := toolStatus[ev.Status]; st != "" && st != c.Status {
 		now := desk.Now()
 		if st == desk.CommandRunning && c.StartedAt == nil {
@@ -674,6 +689,9 @@ func (s *sink) Permission(ctx context.Context, req wire.PermissionRequest) (wire
 		id = "permission-" + desk.NewID("p")
 	}
 	cmd := s.command(id, req.Kind, req.Title, req.Input)
+	if setArguments(cmd, req.Input) {
+		_ = s.h.o.Store.UpdateCommand(context.Background(), cmd)
+	}
 	summary := req.Title
 	if len(req.Input) > 0 {
 		summary += " " + string(req.Input)

@@ -119,9 +119,13 @@ func (m *scriptedModel) asking(s string) []modelCall {
 // program, how it is registered, and its model server. Nothing else in
 // the suite depends on which protocol it runs.
 type protocolCase struct {
+	name     string // the subtest's name, and the runtime's ("rt-"+name)
 	protocol string // the registry's protocol word
 	bin      string // the npm program (internal/npmbin)
 	what     string // what it is, for the skip message
+	// skip names subtests the pinned program cannot pass, with why: a
+	// fault of the program's own, shown in the test output, never desk's.
+	skip map[string]string
 	// model starts the scripted model server for the runtime at bin and
 	// returns the runtime's argv, the names of the variables it needs
 	// passed through, and their values for desk's environment.
@@ -182,21 +186,30 @@ func codexModel(args func(bin, url string) []string) func(*testing.T, string, *s
 	}
 }
 
-// claudeModel serves the Anthropic Messages API; a command is a Bash
-// call. Claude Code's own side requests (without its tools) get plain
-// text and are not part of the conversation.
-func claudeModel(t *testing.T, bin string, m *scriptedModel, script func(modelCall) modelAnswer) ([]string, []string, []string) {
+// claudeModel serves the Anthropic Messages API; a command is a call of
+// bash, the name of Claude Code's shell tool where it runs (Bash in
+// Claude Code itself; mcp__acp__Bash under claude-code-acp, which routes
+// it through the client's terminal/create, that is through desk). Claude
+// Code's own side requests (without that tool) get plain text and are
+// not part of the conversation. argv is the runtime's command line.
+func claudeModel(bash string, argv func(bin string) []string) func(*testing.T, string, *scriptedModel, func(modelCall) modelAnswer) ([]string, []string, []string) {
+	return func(t *testing.T, bin string, m *scriptedModel, script func(modelCall) modelAnswer) ([]string, []string, []string) {
+		return claudeServer(t, bin, bash, argv, m, script)
+	}
+}
+
+func claudeServer(t *testing.T, bin, bash string, argv func(string) []string, m *scriptedModel, script func(modelCall) modelAnswer) ([]string, []string, []string) {
 	srv := strict.NewAnthropic(t)
 	m.rejected = func() []string {
 		var out []string
 		for _, r := range srv.Rejected() {
-			out = append(out, fmt.Sprintf("%d %s", r.Status, r.Error))
+			out = append(out, fmt.Sprintf("%s %s: %d %s", r.Method, r.Path, r.Status, r.Error))
 		}
 		return out
 	}
 	n := 0
 	srv.Respond(func(r strict.Request) strict.Reply {
-		if !slices.Contains(r.ToolNames(), "Bash") {
+		if !slices.Contains(r.ToolNames(), bash) {
 			return strict.Reply{Text: "Title"}
 		}
 		c := modelCall{Users: r.UserTexts()}
@@ -210,24 +223,36 @@ func claudeModel(t *testing.T, bin string, m *scriptedModel, script func(modelCa
 		}
 		if a.Command != "" {
 			n++
-			in, _ := json.Marshal(map[string]string{"command": a.Command, "description": "run it"})
-			return strict.Reply{ToolCalls: []strict.Call{{ID: fmt.Sprintf("toolu_desk%d", n), Name: "Bash", Arguments: string(in)}}}
+			in, _ := json.Marshal(map[string]any{"command": a.Command, "description": "run it", "timeout": 60000})
+			return strict.Reply{ToolCalls: []strict.Call{{ID: fmt.Sprintf("toolu_desk%d", n), Name: bash, Arguments: string(in)}}}
 		}
 		return strict.Reply{Text: a.Text}
 	})
 	names := []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER", "DISABLE_ERROR_REPORTING", "DISABLE_BUG_COMMAND"}
 	env := []string{"ANTHROPIC_BASE_URL=" + srv.BaseURL(), "ANTHROPIC_API_KEY=dummy", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_BUG_COMMAND=1"}
-	return []string{bin, "--model", "claude-sonnet-4-5"}, names, env
+	return argv(bin), names, env
 }
 
 // protocolCases are the three protocols, each with the real runtime our
 // users run.
 var protocolCases = []protocolCase{
-	{protocol: "acp", bin: "codex-acp", what: "codex-acp (@zed-industries/codex-acp)",
+	{name: "acp", protocol: "acp", bin: "codex-acp", what: "codex-acp (@zed-industries/codex-acp)",
 		model: codexModel(func(bin, url string) []string { return append([]string{bin}, codexConfig(url)...) })},
-	{protocol: "codex-app-server", bin: "codex", what: "Codex (@openai/codex)",
+	// Claude Code over ACP: the adapter hands Claude Code's file and shell
+	// tools to the client, so its commands are desk's terminals and its
+	// writes desk's fs/write_text_file.
+	{name: "acp-claude", protocol: "acp", bin: "claude-code-acp", what: "claude-code-acp (@zed-industries/claude-code-acp)",
+		model: claudeModel("mcp__acp__Bash", func(bin string) []string { return []string{bin} }),
+		// Its session/cancel answers the prompt "cancelled" at once but
+		// leaves the model call running; that call's answer then ends the
+		// next prompt early (measured: the next turn ended in 31 ms with
+		// the interrupted call's text, or never when the call stays
+		// open). Its successors fix the cancel path but need Node 22.
+		skip: map[string]string{"interrupt": "claude-code-acp 0.16.2 leaks an interrupted turn's model answer into the next prompt (docs/runtimes.md)"}},
+	{name: "codex-app-server", protocol: "codex-app-server", bin: "codex", what: "Codex (@openai/codex)",
 		model: codexModel(func(bin, url string) []string { return append([]string{bin, "app-server"}, codexConfig(url)...) })},
-	{protocol: "claude-stream-json", bin: "claude", what: "Claude Code (@anthropic-ai/claude-code)", model: claudeModel},
+	{name: "claude-stream-json", protocol: "claude-stream-json", bin: "claude", what: "Claude Code (@anthropic-ai/claude-code)",
+		model: claudeModel("Bash", func(bin string) []string { return []string{bin, "--model", "claude-sonnet-4-5"} })},
 }
 
 // findRuntime is npmbin.Find for a case.

@@ -38,7 +38,8 @@ func (Transport) Attach(ctx context.Context, stdio wire.Stdio, opts wire.Options
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	c := &conn{opts: opts, tools: map[string]*wire.ToolEvent{}, terms: map[string]wire.Terminal{}}
+	c := &conn{opts: opts, tools: map[string]*wire.ToolEvent{}, terms: map[string]wire.Terminal{},
+		termTool: map[string]string{}, termOut: map[string]string{}}
 	c.out = newStdoutGuard(stdio.Stdout)
 	c.rpc = sdk.NewClientSideConnection(c, stdio.Stdin, c.out)
 	c.rpc.SetLogger(opts.Log)
@@ -73,8 +74,13 @@ type conn struct {
 	turnCtx context.Context
 	tools   map[string]*wire.ToolEvent // the turn's tool calls, by id
 	terms   map[string]wire.Terminal
-	nterm   int
-	closed  bool
+	// termTool links a terminal to the tool call whose content embeds it
+	// (ACP's terminal content): the call's output is then the terminal's,
+	// and termOut keeps it, by tool call, once the terminal is released.
+	termTool map[string]string
+	termOut  map[string]string
+	nterm    int
+	closed   bool
 
 	sinkMu sync.Mutex // one Sink call at a time
 }
@@ -130,7 +136,7 @@ func (c *conn) Prompt(ctx context.Context, text string, sink wire.Sink) (wire.Re
 		// A terminal lives for the turn that created it: the host kills
 		// them at the turn's end, and their ids are forgotten here.
 		terms := c.terms
-		c.terms = map[string]wire.Terminal{}
+		c.terms, c.termTool, c.termOut = map[string]wire.Terminal{}, map[string]string{}, map[string]string{}
 		c.mu.Unlock()
 		for _, t := range terms {
 			_ = t.Release()
@@ -232,13 +238,14 @@ func (c *conn) SessionUpdate(_ context.Context, n sdk.SessionNotification) error
 	case u.ToolCall != nil:
 		tc := u.ToolCall
 		ev := &wire.ToolEvent{ID: string(tc.ToolCallId), Kind: kind(tc.Kind), Title: tc.Title, Status: status(tc.Status),
-			Input: rawJSON(tc.RawInput), Output: output(tc.Content, tc.RawOutput), Locations: locations(tc.Locations)}
+			Input: rawJSON(tc.RawInput), Output: c.output(string(tc.ToolCallId), tc.Content, tc.RawOutput), Locations: locations(tc.Locations)}
 		c.mu.Lock()
 		c.tools[ev.ID] = ev
 		c.mu.Unlock()
 		sink.Tool(*ev)
 	case u.ToolCallUpdate != nil:
 		tu := u.ToolCallUpdate
+		out := c.output(string(tu.ToolCallId), tu.Content, tu.RawOutput)
 		c.mu.Lock()
 		ev := c.tools[string(tu.ToolCallId)]
 		if ev == nil {
@@ -257,7 +264,7 @@ func (c *conn) SessionUpdate(_ context.Context, n sdk.SessionNotification) error
 		if in := rawJSON(tu.RawInput); in != nil {
 			ev.Input = in
 		}
-		if out := output(tu.Content, tu.RawOutput); out != "" {
+		if out != "" {
 			ev.Output = out
 		}
 		if ls := locations(tu.Locations); ls != nil {
@@ -469,9 +476,32 @@ func (c *conn) ReleaseTerminal(_ context.Context, p sdk.ReleaseTerminalRequest) 
 	if err != nil {
 		return sdk.ReleaseTerminalResponse{}, err
 	}
+	// The tool call that embeds the terminal keeps its final output: the
+	// agent's completion of the call usually carries no text of it, and
+	// after the release desk has no terminal to read it from.
+	out, _, _ := t.Output()
 	c.mu.Lock()
 	delete(c.terms, p.TerminalId)
+	var ev *wire.ToolEvent
+	if id, ok := c.termTool[p.TerminalId]; ok {
+		delete(c.termTool, p.TerminalId)
+		c.termOut[id] = out
+		if ev = c.tools[id]; ev != nil && out != "" {
+			ev.Output = out
+		}
+	}
+	var cp wire.ToolEvent
+	if ev != nil {
+		cp = *ev
+	}
 	c.mu.Unlock()
+	if ev != nil && out != "" {
+		if sink, _ := c.turn(p.SessionId); sink != nil {
+			c.sinkMu.Lock()
+			sink.Tool(cp)
+			c.sinkMu.Unlock()
+		}
+	}
 	if err := t.Release(); err != nil {
 		return sdk.ReleaseTerminalResponse{}, clientErr(err)
 	}
@@ -518,6 +548,39 @@ func rawJSON(v any) json.RawMessage {
 	return b
 }
 
+// output is a tool call's output: its text content, else the output of
+// the terminal of desk's it embeds (desk ran that command and has its
+// exact output, which an agent embedding a terminal does not repeat as
+// text; a released terminal's is kept in termOut), else its raw output.
+// Embedding links the terminal to the call.
+func (c *conn) output(toolID string, content []sdk.ToolCallContent, raw any) string {
+	if out := output(content, nil); out != "" {
+		return out
+	}
+	c.mu.Lock()
+	for _, cc := range content {
+		if cc.Terminal != nil && c.terms[cc.Terminal.TerminalId] != nil {
+			c.termTool[cc.Terminal.TerminalId] = toolID
+		}
+	}
+	var t wire.Terminal
+	for term, tool := range c.termTool {
+		if tool == toolID {
+			t = c.terms[term]
+		}
+	}
+	kept, released := c.termOut[toolID]
+	c.mu.Unlock()
+	switch {
+	case t != nil:
+		out, _, _ := t.Output()
+		return out
+	case released && kept != "":
+		return kept
+	}
+	return output(nil, raw)
+}
+
 // output is a tool call's output as text: its text content and diffs,
 // else its raw output.
 func output(content []sdk.ToolCallContent, rawOut any) string {
@@ -531,6 +594,21 @@ func output(content []sdk.ToolCallContent, rawOut any) string {
 		}
 	}
 	if len(parts) == 0 && rawOut != nil {
+		// An MCP tool's result, as claude-code-acp reports its own tools':
+		// a list of content blocks, of which the text is the output.
+		if l, ok := rawOut.([]any); ok {
+			var texts []string
+			for _, b := range l {
+				if m, ok := b.(map[string]any); ok && m["type"] == "text" {
+					if s, ok := m["text"].(string); ok {
+						texts = append(texts, s)
+					}
+				}
+			}
+			if len(texts) > 0 {
+				return strings.Join(texts, "\n")
+			}
+		}
 		if m, ok := rawOut.(map[string]any); ok {
 			for _, k := range []string{"formatted_output", "aggregated_output", "output", "stdout"} {
 				if s, ok := m[k].(string); ok && s != "" {

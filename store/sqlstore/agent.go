@@ -192,8 +192,8 @@ func artifactsJSON(a []string) string {
 
 func (s *DB) UpdateCommand(ctx context.Context, c *desk.Command) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := s.exec(ctx, tx, `UPDATE commands SET status = ?, started_at = ?, finished_at = ?, output = ?, facts = ?, artifacts = ?, error = ?,
-			result = ? WHERE id = ?`, c.Status, ptrMicros(c.StartedAt), ptrMicros(c.FinishedAt), c.Output, string(c.Facts), artifactsJSON(c.Artifacts), c.Error,
+		res, err := s.exec(ctx, tx, `UPDATE commands SET arguments = ?, status = ?, started_at = ?, finished_at = ?, output = ?, facts = ?, artifacts = ?, error = ?,
+			result = ? WHERE id = ?`, string(c.Arguments), c.Status, ptrMicros(c.StartedAt), ptrMicros(c.FinishedAt), c.Output, string(c.Facts), artifactsJSON(c.Artifacts), c.Error,
 			resultJSON(c.Result), c.ID)
 		if err != nil {
 			return err

@@ -73,13 +73,14 @@ func testAgent(t *testing.T, s desk.Store) {
 	must(t, s.CreateCommand(ctx, c))
 	started := desk.Now()
 	c.Status, c.StartedAt, c.Output, c.Artifacts = desk.CommandSucceeded, &started, "a.txt\n", []string{"art_1"}
+	c.Arguments = json.RawMessage(`{"cmd":"ls -l"}`)
 	must(t, s.UpdateCommand(ctx, c))
 	other := &desk.Command{ID: desk.NewID("cmd"), ExecutionID: "exe_other", SessionID: x.ID, SurfaceID: x.SurfaceID, CallID: "call_2",
 		Tool: "read_file", Arguments: json.RawMessage(`{}`), Status: desk.CommandRequested, CreatedAt: desk.Now()}
 	must(t, s.CreateCommand(ctx, other))
 	cs, err := s.ListCommands(ctx, []string{exe})
 	must(t, err)
-	if len(cs) != 1 || cs[0].ID != c.ID || cs[0].Status != desk.CommandSucceeded || cs[0].Output != "a.txt\n" ||
+	if len(cs) != 1 || cs[0].ID != c.ID || cs[0].Status != desk.CommandSucceeded || cs[0].Output != "a.txt\n" || string(cs[0].Arguments) != `{"cmd":"ls -l"}` ||
 		len(cs[0].Artifacts) != 1 || cs[0].StartedAt == nil || !cs[0].StartedAt.Equal(started) {
 		t.Fatalf("commands of %s: %+v", exe, cs)
 	}

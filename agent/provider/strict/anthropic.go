@@ -19,6 +19,10 @@ type MessagesRequest struct {
 	Tools     []AnthropicTool            `json:"tools"`
 	Stream    bool                       `json:"stream"`
 	Fields    map[string]json.RawMessage `json:"-"`
+	// CountTokens marks a POST /v1/messages/count_tokens (which Claude
+	// Code calls, e.g. to size MCP tools): answered with a count, never
+	// through the script.
+	CountTokens bool `json:"-"`
 }
 
 // AnthropicTurn is one message (a string content is one text block).
@@ -53,6 +57,11 @@ var (
 	anthropicTop = []string{"model", "max_tokens", "messages", "system", "tools", "tool_choice", "stream",
 		"temperature", "top_p", "top_k", "stop_sequences", "metadata", "thinking", "service_tier",
 		"cache_control", "container", "inference_geo", "output_config", "speed"}
+	// What POST /v1/messages/count_tokens takes: the fields of
+	// anthropic-sdk-go v2's MessageCountTokensParams.
+	anthropicCountTop = []string{"model", "messages", "system", "tools", "tool_choice", "thinking", "cache_control", "output_config", "speed"}
+	// and what its beta form takes on top (BetaMessageCountTokensParams).
+	anthropicBetaCountTop = []string{"billing_policy", "compaction", "context_management", "mcp_servers", "output_format"}
 	// What the beta endpoint (POST /v1/messages?beta=true, which the SDK's
 	// Beta.Messages and Claude Code call) takes on top: the fields of
 	// anthropic-sdk-go v2's BetaMessageNewParams.
@@ -126,7 +135,8 @@ func field(m map[string]json.RawMessage, path, k string, required bool, v any, w
 
 // checkAnthropic validates a Messages request as the real API does.
 func checkAnthropic(r *http.Request, body []byte, key string) (*MessagesRequest, *APIError) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+	count := r.URL.Path == "/v1/messages/count_tokens"
+	if r.Method != http.MethodPost || (r.URL.Path != "/v1/messages" && !count) {
 		return nil, &APIError{Status: http.StatusNotFound, Type: "not_found_error", Message: "Not Found"}
 	}
 	// The API takes the key in x-api-key or, as the official SDK (v2)
@@ -151,21 +161,28 @@ func checkAnthropic(r *http.Request, body []byte, key string) (*MessagesRequest,
 		return nil, anthropicErr("There was an error parsing the body of your request: the body is not valid JSON")
 	}
 	allowedTop := anthropicTop
+	if count {
+		allowedTop = anthropicCountTop
+	}
 	if r.URL.Query().Get("beta") == "true" {
-		allowedTop = append(slices.Clone(anthropicTop), anthropicBetaTop...)
+		beta := anthropicBetaTop
+		if count {
+			beta = anthropicBetaCountTop
+		}
+		allowedTop = append(slices.Clone(allowedTop), beta...)
 	}
 	top, e := object(body, "", allowedTop)
 	if e != nil {
 		return nil, e
 	}
-	req := &MessagesRequest{Fields: top}
+	req := &MessagesRequest{Fields: top, CountTokens: count}
 	if e := field(top, "", "model", true, &req.Model, "a valid string"); e != nil {
 		return nil, e
 	}
-	if e := field(top, "", "max_tokens", true, &req.MaxTokens, "a valid integer"); e != nil {
+	if e := field(top, "", "max_tokens", !count, &req.MaxTokens, "a valid integer"); e != nil {
 		return nil, e
 	}
-	if req.MaxTokens < 1 {
+	if req.MaxTokens < 1 && !count {
 		return nil, anthropicErr("max_tokens: Input should be greater than or equal to 1")
 	}
 	if e := field(top, "", "stream", false, &req.Stream, "a valid boolean"); e != nil {

@@ -337,6 +337,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	} else {
 		rec.Messages, err = checkAnthropic(r, body, key)
 	}
+	if err == nil && rec.Messages != nil && rec.Messages.CountTokens {
+		// A count, as the API gives it: not a turn, so never the script's
+		// and not among Requests (a refused one is, as any refusal).
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]int{"input_tokens": max(1, len(body)/4)})
+		return
+	}
 	s.mu.Lock()
 	if err == nil {
 		switch {

@@ -3,6 +3,7 @@ package strict_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -301,5 +302,35 @@ func TestWholeAnswers(t *testing.T) {
 	if len(msg.Content) != 2 || msg.Content[0].Text != "Looking." || msg.Content[1].Name != "weather" || msg.StopReason != "tool_use" ||
 		msg.Usage.CacheReadInputTokens != 16 || msg.Usage.InputTokens != 24 || msg.Usage.OutputTokens != 8 {
 		t.Fatalf("message: %+v", msg)
+	}
+}
+
+// TestAnthropicCountTokens: POST /v1/messages/count_tokens (Claude Code
+// calls it) answers the SDK's own CountTokens with a count, off the
+// script, and refuses a field the endpoint does not take.
+func TestAnthropicCountTokens(t *testing.T) {
+	a := strict.NewAnthropic(t, strict.Reply{Text: "the script's only reply"})
+	ac := ant.NewClient(antopt.WithBaseURL(a.BaseURL()), antopt.WithAPIKey("k"), antopt.WithMaxRetries(0))
+	n, err := ac.Messages.CountTokens(context.Background(), ant.MessageCountTokensParams{Model: "m",
+		Messages: []ant.MessageParam{ant.NewUserMessage(ant.NewTextBlock("how many tokens is this?"))},
+		Tools: []ant.MessageCountTokensToolUnionParam{{OfTool: &ant.ToolParam{Name: "weather",
+			InputSchema: ant.ToolInputSchemaParam{Properties: map[string]any{"city": map[string]any{"type": "string"}}}}}}})
+	if err != nil || n.InputTokens < 1 {
+		t.Fatalf("count_tokens = %+v, %v", n, err)
+	}
+	if len(a.Requests()) != 0 {
+		t.Fatalf("a count was taken for a turn: %+v", a.Requests())
+	}
+	_, err = ac.Messages.CountTokens(context.Background(), ant.MessageCountTokensParams{Model: "m",
+		Messages: []ant.MessageParam{ant.NewUserMessage(ant.NewTextBlock("hi"))}}, antopt.WithJSONSet("max_tokens", 5))
+	var ae *ant.Error
+	if !errors.As(err, &ae) || ae.StatusCode != 400 || !strings.Contains(ae.Error(), "max_tokens") {
+		t.Fatalf("count_tokens with max_tokens = %v, want a 400 naming it", err)
+	}
+	// The script is untouched: the next turn gets its reply.
+	msg, err := ac.Messages.New(context.Background(), ant.MessageNewParams{Model: "m", MaxTokens: 50,
+		Messages: []ant.MessageParam{ant.NewUserMessage(ant.NewTextBlock("hi"))}})
+	if err != nil || len(msg.Content) != 1 || msg.Content[0].Text != "the script's only reply" {
+		t.Fatalf("the turn after the counts: %+v %v", msg, err)
 	}
 }
