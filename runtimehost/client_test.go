@@ -276,9 +276,7 @@ func TestACPClientFilesAndTerminalsInTheSandbox(t *testing.T) {
 	h := sandboxedHost(t, f)
 	ctx := context.Background()
 	defer h.Close(ctx)
-	x := f.sess
-	checkout := f.home.Abs(x.WorkspaceID, layout.CheckoutDir)
-	artifacts := f.home.Abs(x.WorkspaceID, layout.SessionRel(x.Actor, x.ID))
+	checkout, artifacts := f.dirs()
 	must(t, os.WriteFile(filepath.Join(checkout, "notes.txt"), []byte("one\ntwo\nthree\n"), 0o644))
 	must(t, os.MkdirAll(filepath.Join(artifacts, session.ImmutableDir), 0o755))
 	must(t, os.WriteFile(filepath.Join(artifacts, session.ImmutableDir, "frozen.md"), []byte("frozen"), 0o644))
@@ -329,11 +327,11 @@ func TestACPClientFilesAndTerminalsInTheSandbox(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(artifacts, session.ImmutableDir, "frozen.md")); string(b) != "frozen" {
 		t.Fatalf("immutable artifact changed: %q", b)
 	}
-	if _, err := os.Stat(filepath.Join(runtimehost.StateDir(f.home, x.WorkspaceID, "dbl"), "planted")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(runtimehost.StateDir(f.home, f.sess.WorkspaceID, "dbl"), "planted")); !os.IsNotExist(err) {
 		t.Fatalf("the runtime's state directory was written through fs/*: %v", err)
 	}
 	ok(7)
-	arts, err := f.store.ListArtifacts(ctx, x.ID)
+	arts, err := f.store.ListArtifacts(ctx, f.sess.ID)
 	must(t, err)
 	var art *desk.Artifact
 	for _, a := range arts {
@@ -411,9 +409,7 @@ func TestACPClientFullAccessHostPaths(t *testing.T) {
 		}})
 	ctx := context.Background()
 	defer h.Close(ctx)
-	x := f.sess
-	checkout := f.home.Abs(x.WorkspaceID, layout.CheckoutDir)
-	artifacts := f.home.Abs(x.WorkspaceID, layout.SessionRel(x.Actor, x.ID))
+	checkout, artifacts := f.dirs()
 	must(t, os.WriteFile(filepath.Join(checkout, "notes.txt"), []byte("one\ntwo\n"), 0o644))
 	outside := filepath.Join(t.TempDir(), "outside.txt")
 
@@ -443,7 +439,7 @@ func TestACPClientFullAccessHostPaths(t *testing.T) {
 	}
 	// The file the terminal wrote is an artifact of the turn once the
 	// turn is over, beside the one fs/write_text_file wrote.
-	arts, err := f.store.ListArtifacts(ctx, x.ID)
+	arts, err := f.store.ListArtifacts(ctx, f.sess.ID)
 	must(t, err)
 	if len(arts) != 2 || arts[0].Path != "/artifacts/report.md" || arts[1].Path != "/artifacts/term.txt" ||
 		arts[1].Origin.ExecutionID == "" || arts[1].Origin.Kind != desk.OriginAgent {
@@ -492,4 +488,11 @@ func TestACPClientTerminalToolOutput(t *testing.T) {
 	if json.Unmarshal(c.Arguments, &args) != nil || args["command"] != "echo one; echo two >&2; echo three" {
 		t.Fatalf("the record's arguments %s, want the later input", c.Arguments)
 	}
+}
+
+// dirs are the host directories behind the session's /workspace and
+// /artifacts.
+func (f *fixture) dirs() (checkout, artifacts string) {
+	x := f.sess
+	return f.home.Abs(x.WorkspaceID, layout.CheckoutDir), f.home.Abs(x.WorkspaceID, layout.SessionRel(x.Actor, x.ID))
 }
