@@ -465,7 +465,7 @@ func TestACPClientTerminalToolOutput(t *testing.T) {
 	h := sandboxedHost(t, f)
 	ctx := context.Background()
 	defer h.Close(ctx)
-	b, _ := json.Marshal([]op{{Op: "term_tool", Command: "echo one; echo two >&2; echo three"}})
+	b, _ := json.Marshal([]op{{Op: "term_tool", Command: "echo one; echo two; echo three"}})
 	turn := f.turn(&emitted{}, string(b))
 	if _, err := h.Execute(ctx, turn); err != nil {
 		t.Fatalf("turn: %v", err)
@@ -485,7 +485,7 @@ func TestACPClientTerminalToolOutput(t *testing.T) {
 		t.Fatalf("the tool call's record: %s %q, want succeeded with the terminal's output", c.Status, c.Output)
 	}
 	var args map[string]string
-	if json.Unmarshal(c.Arguments, &args) != nil || args["command"] != "echo one; echo two >&2; echo three" {
+	if json.Unmarshal(c.Arguments, &args) != nil || args["command"] != "echo one; echo two; echo three" {
 		t.Fatalf("the record's arguments %s, want the later input", c.Arguments)
 	}
 }
