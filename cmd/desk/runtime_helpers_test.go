@@ -194,46 +194,45 @@ func codexModel(args func(bin, url string) []string) func(*testing.T, string, *s
 // not part of the conversation. argv is the runtime's command line.
 func claudeModel(bash string, argv func(bin string) []string) func(*testing.T, string, *scriptedModel, func(modelCall) modelAnswer) ([]string, []string, []string) {
 	return func(t *testing.T, bin string, m *scriptedModel, script func(modelCall) modelAnswer) ([]string, []string, []string) {
-		return claudeServer(t, bin, bash, argv, m, script)
+		srv := strict.NewAnthropic(t)
+		m.rejected = func() []string {
+			var out []string
+			for _, r := range srv.Rejected() {
+				out = append(out, fmt.Sprintf("%s %s: %d %s", r.Method, r.Path, r.Status, r.Error))
+			}
+			return out
+		}
+		n := 0
+		srv.Respond(func(r strict.Request) strict.Reply {
+			if !slices.Contains(r.ToolNames(), bash) {
+				return strict.Reply{Text: "Title"}
+			}
+			c := modelCall{Users: r.UserTexts()}
+			for _, v := range r.ToolResults() {
+				c.Results = append(c.Results, v)
+			}
+			m.record(c)
+			a := script(c)
+			if a.Wait != nil {
+				<-a.Wait
+			}
+			if a.Command != "" {
+				n++
+				in, _ := json.Marshal(map[string]any{"command": a.Command, "description": "run it", "timeout": 60000})
+				return strict.Reply{ToolCalls: []strict.Call{{ID: fmt.Sprintf("toolu_desk%d", n), Name: bash, Arguments: string(in)}}}
+			}
+			return strict.Reply{Text: a.Text}
+		})
+		env := []string{"ANTHROPIC_BASE_URL=" + srv.BaseURL(), "ANTHROPIC_API_KEY=dummy", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_BUG_COMMAND=1"}
+		names := make([]string, len(env)) // the runtime is registered with the variables' names
+		for i, kv := range env {
+			names[i], _, _ = strings.Cut(kv, "=")
+		}
+		return argv(bin), names, env
 	}
 }
 
-func claudeServer(t *testing.T, bin, bash string, argv func(string) []string, m *scriptedModel, script func(modelCall) modelAnswer) ([]string, []string, []string) {
-	srv := strict.NewAnthropic(t)
-	m.rejected = func() []string {
-		var out []string
-		for _, r := range srv.Rejected() {
-			out = append(out, fmt.Sprintf("%s %s: %d %s", r.Method, r.Path, r.Status, r.Error))
-		}
-		return out
-	}
-	n := 0
-	srv.Respond(func(r strict.Request) strict.Reply {
-		if !slices.Contains(r.ToolNames(), bash) {
-			return strict.Reply{Text: "Title"}
-		}
-		c := modelCall{Users: r.UserTexts()}
-		for _, v := range r.ToolResults() {
-			c.Results = append(c.Results, v)
-		}
-		m.record(c)
-		a := script(c)
-		if a.Wait != nil {
-			<-a.Wait
-		}
-		if a.Command != "" {
-			n++
-			in, _ := json.Marshal(map[string]any{"command": a.Command, "description": "run it", "timeout": 60000})
-			return strict.Reply{ToolCalls: []strict.Call{{ID: fmt.Sprintf("toolu_desk%d", n), Name: bash, Arguments: string(in)}}}
-		}
-		return strict.Reply{Text: a.Text}
-	})
-	names := []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER", "DISABLE_ERROR_REPORTING", "DISABLE_BUG_COMMAND"}
-	env := []string{"ANTHROPIC_BASE_URL=" + srv.BaseURL(), "ANTHROPIC_API_KEY=dummy", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_BUG_COMMAND=1"}
-	return argv(bin), names, env
-}
-
-// protocolCases are the three protocols, each with the real runtime our
+// protocolCases are the three protocols, each with the real runtimes our
 // users run.
 var protocolCases = []protocolCase{
 	{name: "acp", protocol: "acp", bin: "codex-acp", what: "codex-acp (@zed-industries/codex-acp)",
