@@ -34,14 +34,17 @@ import (
 	"github.com/desk-runtime/desk/execution"
 	"github.com/desk-runtime/desk/fsjail"
 	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/models"
 	"github.com/desk-runtime/desk/selection"
 	"github.com/desk-runtime/desk/session"
 )
 
 // Options configure the agent.
 type Options struct {
-	// DefaultModel is the server's model (DESK_MODEL); "" means none.
-	DefaultModel string
+	// Models is the operator's model catalog (DESK_MODEL, DESK_MODELS):
+	// a turn runs only a model it offers, and its default is the model of
+	// a session that names none. nil offers the script model only.
+	Models desk.ModelCatalog
 	// Providers makes the provider of a non-script model.
 	Providers func(spec provider.Spec) (provider.Provider, error)
 	// Sandbox runs commands; nil means commands cannot run (except in the
@@ -89,8 +92,7 @@ type Agent struct {
 	closed     bool
 	wg         sync.WaitGroup
 	waiters    sync.Map // decision id → chan struct{}
-	turns      sync.Map // execution id → *turn, the turns this process runs
-	defaultErr error
+	turns   sync.Map // execution id → *turn, the turns this process runs
 }
 
 var _ execution.Executor = (*Agent)(nil)
@@ -108,10 +110,8 @@ func New(store desk.Store, home layout.Home, artifacts Artifacts, sel desk.Selec
 	}
 	a := &Agent{store: store, home: home, artifacts: artifacts, paths: artifacts, selection: sel, opts: opts, log: opts.Logger, submit: opts.Submitter}
 	a.bg, a.stopBG = context.WithCancel(context.Background())
-	if opts.DefaultModel != "" {
-		if _, err := provider.ParseSpec(opts.DefaultModel); err != nil {
-			a.defaultErr = fmt.Errorf("DESK_MODEL: %w", err)
-		}
+	if opts.Models == nil {
+		a.opts.Models = (*models.Catalog)(nil)
 	}
 	return a
 }
@@ -148,15 +148,12 @@ func (a *Agent) background(fn func(ctx context.Context)) {
 	a.wg.Go(func() { fn(a.bg) })
 }
 
-// DefaultModel reports the server's model and whether it is usable.
-func (a *Agent) DefaultModel() (string, error) { return a.opts.DefaultModel, a.defaultErr }
-
 // modelOf is the model a session runs.
 func (a *Agent) modelOf(x *desk.Session) string {
 	if x.Model != "" {
 		return x.Model
 	}
-	return a.opts.DefaultModel
+	return a.opts.Models.Default()
 }
 
 // Available refuses work for a session that has no model: the submit
@@ -165,9 +162,6 @@ func (a *Agent) Available(ctx context.Context, x *desk.Session) error {
 	m := a.modelOf(x)
 	if m == "" {
 		return desk.Errorf(desk.ECONFLICT, "no model is configured for session %s: set DESK_MODEL (openai:<model>, anthropic:<model> or openai-compatible:<base-url>#<model>) and restart desk, or create the session with a \"model\"", x.ID)
-	}
-	if x.Model == "" && a.defaultErr != nil {
-		return desk.Errorf(desk.ECONFLICT, "%v", a.defaultErr)
 	}
 	return nil
 }
@@ -180,9 +174,9 @@ func (a *Agent) provider(ctx context.Context, x *desk.Session, th *desk.Thread) 
 	if m == "" {
 		return nil, provider.Spec{}, fmt.Errorf("no model is configured: set DESK_MODEL")
 	}
-	spec, err := provider.ParseSpec(m)
+	spec, err := a.spec(m)
 	if err != nil {
-		return nil, spec, err
+		return nil, spec, fmt.Errorf("session %s: %w", x.ID, err)
 	}
 	if spec.Provider == "script" {
 		sa, err := a.store.GetSessionAgent(ctx, x.ID)
@@ -202,11 +196,28 @@ func (a *Agent) provider(ctx context.Context, x *desk.Session, th *desk.Thread) 
 		}
 		return &script.Provider{Script: scr, Cursor: cursor{a.store, x.ID}, Session: x.ID, Refs: a.scriptRefs(x)}, spec, nil
 	}
-	if a.opts.Providers == nil {
-		return nil, spec, fmt.Errorf("no provider for %s", spec)
-	}
-	p, err := a.opts.Providers(spec)
+	p, err := a.providerOf(spec)
 	return p, spec, err
+}
+
+// spec is the declared spec of a model reference. A session keeps the
+// model it was created with; when the operator no longer declares it, its
+// turns fail here, naming the models that are, before any request leaves
+// desk.
+func (a *Agent) spec(model string) (provider.Spec, error) {
+	m, err := a.opts.Models.Resolve(model)
+	if err != nil {
+		return provider.Spec{}, errors.New(desk.ErrorMessage(err))
+	}
+	return provider.ParseSpec(m)
+}
+
+// providerOf makes the provider of a declared spec.
+func (a *Agent) providerOf(spec provider.Spec) (provider.Provider, error) {
+	if a.opts.Providers == nil {
+		return nil, fmt.Errorf("no provider for %s", spec)
+	}
+	return a.opts.Providers(spec)
 }
 
 // scriptRefs resolves a script's {{thread:<title>}} and

@@ -354,10 +354,10 @@ func (a *Agent) Context(ctx context.Context, x *desk.Session, surface string) (*
 	window := 128000
 	var spec provider.Spec
 	if model != "" {
-		if s, err := provider.ParseSpec(model); err == nil {
+		if s, err := a.spec(model); err == nil {
 			spec = s
 			if s.Provider != "script" && a.opts.Providers != nil {
-				if p, err := a.opts.Providers(s); err == nil {
+				if p, err := a.providerOf(s); err == nil {
 					window = p.ContextWindow(s.Model)
 				}
 			}

@@ -34,6 +34,7 @@ import (
 	"github.com/desk-runtime/desk/lifecycle"
 	"github.com/desk-runtime/desk/loginlink"
 	"github.com/desk-runtime/desk/mcpserver"
+	"github.com/desk-runtime/desk/models"
 	"github.com/desk-runtime/desk/oplog"
 	"github.com/desk-runtime/desk/runtimehost"
 	"github.com/desk-runtime/desk/runtimehost/acp"
@@ -97,6 +98,10 @@ type Config struct {
 	// anthropic:<model>, openai-compatible:<base-url>#<model>; empty means
 	// none (sessions may still choose their own, e.g. script).
 	Model string
+	// Models are the other models sessions may choose (DESK_MODELS; see
+	// models.Split). A session's model must be Model, one of these or
+	// script; an entry that does not parse stops Open, naming it.
+	Models []string
 	// TSC is the TypeScript 7 compiler of execute_typescript (DESK_TSC):
 	// npm's node_modules/.bin/tsc or the native binary; empty looks for
 	// tsc on PATH. Without it, or without node, the tool is absent.
@@ -135,6 +140,8 @@ type App struct {
 	Quota      *files.Quota
 	Files      *files.Service
 	Transfer   *transfer.Service
+	// Models is the operator's model catalog (Config.Model and Models).
+	Models *models.Catalog
 	// Lifecycle runs offboard, restore, purge and ask; Guard is its
 	// operation guard (one lease per workspace), for other operations
 	// that change a workspace's checkout.
@@ -204,6 +211,12 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	// The models are the operator's declaration: a typo stops desk here,
+	// naming the entry, before anything is opened.
+	catalog, err := models.New(cfg.Model, cfg.Models)
+	if err != nil {
+		return nil, fmt.Errorf("desk cannot start: %w", err)
+	}
 	home := layout.Home{Root: cfg.Home}
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("create home %s: %w", cfg.Home, err)
@@ -216,7 +229,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("DESK_ARCHIVE_TZ: %w", err)
 	}
-	a := &App{Config: cfg, Home: home, AdminToken: token, LoginLinks: loginlink.New(token, cfg.LoginLinkTTL, cfg.LoginLinkClock)}
+	a := &App{Config: cfg, Home: home, AdminToken: token, Models: catalog, LoginLinks: loginlink.New(token, cfg.LoginLinkTTL, cfg.LoginLinkClock)}
 	defer func() {
 		if err != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CloseTimeout)
@@ -261,7 +274,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Exec = execution.New(store, home, eo)
 
 	a.Workspaces = workspace.New(store, home, token)
-	a.Sessions = session.New(store, home, a.Workspaces, a.Exec)
+	a.Sessions = session.New(store, home, a.Workspaces, a.Exec, a.Models)
 	// The quota is shared by the artifact service and the file service:
 	// artifacts live in the actor's file area, so the file quota holds for
 	// them too.
@@ -293,7 +306,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Transfer = transfer.New(store, home, a.Workspaces, transfer.Options{MaxImportBytes: cfg.ImportMaxBytes, MaxImportRatio: cfg.ImportMaxRatio, ActorQuotaBytes: cfg.ActorQuotaBytes})
 
 	ao := cfg.Agent
-	ao.DefaultModel, ao.Archive, ao.Logger, ao.Submitter = cfg.Model, a.Archive, a.Logger.With("component", "agent"), a.Exec
+	ao.Models, ao.Archive, ao.Logger, ao.Submitter = a.Models, a.Archive, a.Logger.With("component", "agent"), a.Exec
 	if ao.Providers == nil {
 		ps := &agent.Providers{}
 		if err := a.open(ctx, "model providers", ps); err != nil {
@@ -320,11 +333,10 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err := a.open(ctx, "agent", a.Agent); err != nil {
 		return nil, err
 	}
-	if m, err := a.Agent.DefaultModel(); m == "" {
+	if a.Models.Default() == "" {
 		a.Logger.Info("no default model: set DESK_MODEL (openai:<model>, anthropic:<model> or openai-compatible:<base-url>#<model>); script sessions still work")
-	} else if err != nil {
-		a.Logger.Warn("DESK_MODEL is not usable", "err", err)
 	}
+	a.Logger.Info("models offered", "models", strings.Join(a.Models.Models(), ", "))
 
 	// Recovery runs before the handler exists, so no request can observe a
 	// half-finished delete or install; the collector then sweeps the
@@ -406,10 +418,12 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		UI: a.UI, Streams: a.Streams, Logger: a.Logger.With("component", "http"), Version: cfg.Version, BodyIdleTimeout: cfg.BodyIdleTimeout,
 		AuthLog: httpapi.NewAuthFailures(a.Logger.With("component", "http"), 0, nil), LoginLinks: a.LoginLinks,
 	}
+	api.Models = a.Models
 	// The web UI is served at / beside the API.
 	api.Web = web.New(web.Deps{Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Files: a.Files,
 		Exec: a.Exec, Agent: a.Agent, Store: store, Logs: a.Logs, UI: a.UI, Catalog: a.Lifecycle, Streams: a.Streams,
-		Logger: a.Logger.With("component", "web"), Version: cfg.Version, AuthLog: api.AuthLog, LoginLinks: a.LoginLinks})
+		Logger: a.Logger.With("component", "web"), Version: cfg.Version, AuthLog: api.AuthLog, LoginLinks: a.LoginLinks,
+		Models: a.Models})
 	// MCP is served at /mcp over the API handler itself, in process, with
 	// the caller's own token (see package mcpserver).
 	apiH := api.Handler()

@@ -64,7 +64,7 @@ func (p *titleBlocker) ContextWindow(string) int { return 100000 }
 // session keeps the first words of its message as its title.
 func TestCloseCancelsTitleCall(t *testing.T) {
 	p := &titleBlocker{titling: make(chan struct{}, 1)}
-	w := newWorldOn(t, app.Config{Agent: agent.Options{
+	w := newWorldOn(t, app.Config{Models: []string{"openai:fake"}, Agent: agent.Options{
 		Providers: func(provider.Spec) (provider.Provider, error) { return p, nil }}})
 	var x desk.Session
 	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"model": "openai:fake"}, &x)

@@ -219,6 +219,7 @@ func TestUsageCountsReviewAndTitleCalls(t *testing.T) {
 	model := &reporting{}
 	w := newAgentWorld(t, func(c *app.Config) {
 		c.Agent.Providers = func(provider.Spec) (provider.Provider, error) { return model, nil }
+		c.Models = []string{"openai:test-model"}
 	})
 	w.settings(map[string]any{"approval_mode": desk.ApprovalModeAutoReview})
 	var x desk.Session

@@ -20,7 +20,6 @@ type Agent interface {
 	InputRequests(ctx context.Context, sessionID string) ([]*desk.InputRequest, error)
 	AnswerInput(ctx context.Context, id string, answers map[string]string) (*desk.InputRequest, *desk.SubmitResult, error)
 	DecidePlan(ctx context.Context, id, decision, notes string) (*desk.Plan, error)
-	DefaultModel() (string, error)
 }
 
 // AgentStore is the part of the store the agent routes read and change.
@@ -65,7 +64,7 @@ func agentRoutes() []route {
 			Resp: "AgentSettings", Status: 200, handle: (*Server).agentSettings},
 		{Method: "PATCH", Path: "/v1/workspaces/{ws}/agent", Tag: "agent", Summary: "Change the workspace's agent settings (admin).",
 			Body: "AgentSettingsPatch", Resp: "AgentSettings", Status: 200, handle: (*Server).patchAgentSettings},
-		{Method: "GET", Path: "/v1/models", Tag: "agent", Summary: "The models this desk offers: its default (DESK_MODEL) and script.",
+		{Method: "GET", Path: "/v1/models", Tag: "agent", Summary: "The models a session may choose, exactly as the operator declared them: the default (DESK_MODEL) first, the others (DESK_MODELS), then script; any other model is refused with 400.",
 			Resp: "ModelList", Status: 200, handle: (*Server).models},
 	}
 }
@@ -445,21 +444,13 @@ func tokenBudget(raw json.RawMessage) (int64, error) {
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
-	def, err := s.Agent.DefaultModel()
-	models := []string{}
-	note := ""
-	switch {
-	case def == "":
-		note = "no default model: set DESK_MODEL (openai:<model>, anthropic:<model> or openai-compatible:<base-url>#<model>)"
-	case err != nil:
-		note = err.Error()
-	default:
-		models = append(models, def)
+	def, models := "", []string{"script"}
+	if s.Models != nil {
+		def, models = s.Models.Default(), s.Models.Models()
 	}
-	// The script provider is always offered; a default that is the script
-	// provider itself is listed once.
-	if def != "script" {
-		models = append(models, "script")
+	note := ""
+	if def == "" {
+		note = "no default model: set DESK_MODEL (openai:<model>, anthropic:<model> or openai-compatible:<base-url>#<model>)"
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"default": def, "models": models, "note": note})
 	return nil

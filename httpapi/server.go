@@ -47,6 +47,9 @@ type Server struct {
 	Exec       Executions
 	Agent      Agent
 	AgentStore AgentStore
+	// Models is the operator's model catalog GET /v1/models lists (nil:
+	// the script model only).
+	Models     desk.ModelCatalog
 	Threads    Threads // handler threads, groups and episodes; nil: the thread routes answer unavailable
 	Usage      Usage   // usage sums; nil: the usage routes answer unavailable
 	Files      desk.FileService

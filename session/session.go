@@ -30,6 +30,9 @@ type sessions struct {
 	// stopper stops whatever runs in a session before its files and rows
 	// go (the execution service); nil on a desk that runs nothing.
 	stopper desk.SessionStopper
+	// models is the operator's catalog: a session's model is one of its
+	// models, whoever asks (nil: the script model only).
+	models desk.ModelCatalog
 	// reconstructMu makes finding or creating a reconstructed session one
 	// step (Resolve).
 	reconstructMu sync.Mutex
@@ -49,9 +52,25 @@ var _ Service = (*sessions)(nil)
 
 // New returns the session service. stopper is called when a session is
 // deleted, once the session is hidden and before its files and rows are
-// removed.
-func New(store desk.Store, home layout.Home, workspaces desk.WorkspaceService, stopper desk.SessionStopper) Service {
-	return &sessions{store: store, home: home, workspaces: workspaces, stopper: stopper}
+// removed. models is the operator's model catalog a session's model must
+// be in.
+func New(store desk.Store, home layout.Home, workspaces desk.WorkspaceService, stopper desk.SessionStopper, models desk.ModelCatalog) Service {
+	if models == nil {
+		models = noModels{}
+	}
+	return &sessions{store: store, home: home, workspaces: workspaces, stopper: stopper, models: models}
+}
+
+// noModels is the catalog of a desk that declares no model.
+type noModels struct{}
+
+func (noModels) Default() string  { return "" }
+func (noModels) Models() []string { return []string{"script"} }
+func (noModels) Resolve(m string) (string, error) {
+	if m = strings.TrimSpace(m); m == "" || m == "script" {
+		return m, nil
+	}
+	return "", desk.Errorf(desk.EINVALID, "model %q is not offered by this desk; choose one of: script", m)
 }
 
 // visibleSession returns the session if the caller may see it. Sessions of
@@ -118,9 +137,13 @@ func (s *sessions) create(ctx context.Context, in desk.SessionCreate, reconstruc
 	if err := validTitle(in.Title); err != nil {
 		return nil, err
 	}
-	if err := validModel(in.Model, in.Script); err != nil {
+	// An undeclared model is refused for every caller, the admin
+	// included, before anything is made.
+	model, err := s.validModel(in.Model, in.Script)
+	if err != nil {
 		return nil, err
 	}
+	in.Model = model
 	if in.Runtime != "" {
 		// A session picks a runtime the operator registered, by name; it
 		// never brings its own program.
@@ -297,28 +320,33 @@ func (s *sessions) Bindings(ctx context.Context, sessionID string) ([]*desk.Grou
 	return s.store.ListBindings(ctx, x.ID)
 }
 
-// validModel checks a session's model reference and, for the script model,
-// its script, so a session never exists with a model it cannot use.
-func validModel(model string, scr []byte) error {
+// validModel checks a session's model reference against the operator's
+// catalog and, for the script model, its script, so a session never
+// exists with a model it cannot use; it returns the declared form.
+func (s *sessions) validModel(model string, scr []byte) (string, error) {
 	if model == "" {
 		if len(scr) > 0 {
-			return desk.Errorf(desk.EINVALID, `a script needs "model": "script"`)
+			return "", desk.Errorf(desk.EINVALID, `a script needs "model": "script"`)
 		}
-		return nil
+		return "", nil
+	}
+	model, err := s.models.Resolve(model)
+	if err != nil {
+		return "", err
 	}
 	spec, err := provider.ParseSpec(model)
 	if err != nil {
-		return desk.Errorf(desk.EINVALID, "%v", err)
+		return "", desk.Errorf(desk.EINVALID, "%v", err)
 	}
 	if spec.Provider == "script" {
 		if len(scr) == 0 {
-			return desk.Errorf(desk.EINVALID, `the script model needs a "script": {"steps": [...]}`)
+			return "", desk.Errorf(desk.EINVALID, `the script model needs a "script": {"steps": [...]}`)
 		}
 		if _, err := script.Parse(scr); err != nil {
-			return desk.Errorf(desk.EINVALID, "%v", err)
+			return "", desk.Errorf(desk.EINVALID, "%v", err)
 		}
 	} else if len(scr) > 0 {
-		return desk.Errorf(desk.EINVALID, "only the script model takes a script")
+		return "", desk.Errorf(desk.EINVALID, "only the script model takes a script")
 	}
-	return nil
+	return model, nil
 }

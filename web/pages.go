@@ -188,22 +188,24 @@ type newSession struct {
 }
 
 func (s *Server) newSessionData(r *request, ws *desk.Workspace) (*newSession, error) {
-	def, err := s.d.Agent.DefaultModel()
-	n := &newSession{WS: ws, Default: def}
+	def, models := s.models()
+	n := &newSession{WS: ws, Default: def, Models: models}
 	switch {
 	case def == "" && r.p.Admin:
 		n.Note = "No default model: set DESK_MODEL (openai:<model>, anthropic:<model> or openai-compatible:<base-url>#<model>) and restart desk. Script sessions still work."
 	case def == "":
 		n.Note = "This desk has no default model yet; ask the person who runs it to set one. Script sessions still work."
-	case err != nil && r.p.Admin:
-		n.Note = err.Error()
-	case err != nil:
-		n.Note = "This desk's default model is not usable right now; ask the person who runs it."
-	default:
-		n.Models = append(n.Models, def)
 	}
-	n.Models = append(n.Models, "script")
 	return n, nil
+}
+
+// models are the default model ("" for none) and every model a session
+// may choose, the default first.
+func (s *Server) models() (string, []string) {
+	if s.d.Models == nil {
+		return "", []string{"script"}
+	}
+	return s.d.Models.Default(), s.d.Models.Models()
 }
 
 func (s *Server) createSession(w http.ResponseWriter, r *request) error {
@@ -213,7 +215,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *request) error {
 	}
 	model := r.PostFormValue("model")
 	in := desk.SessionCreate{WorkspaceID: ws.ID, Title: r.PostFormValue("title"), Model: model}
-	if def, _ := s.d.Agent.DefaultModel(); model == def {
+	if def, _ := s.models(); model == def {
 		in.Model = "" // follow the server's default as it changes
 	}
 	if model == "script" {
@@ -229,7 +231,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *request) error {
 	if first != "" && strings.TrimSpace(first) == "" {
 		return desk.Errorf(desk.EINVALID, "the first message is empty")
 	}
-	if def, derr := s.d.Agent.DefaultModel(); first != "" && in.Model == "" && (def == "" || derr != nil) {
+	if def, _ := s.models(); first != "" && in.Model == "" && def == "" {
 		// Refused before anything is created: no orphan session.
 		if r.p.Admin {
 			return desk.Errorf(desk.ECONFLICT, "there is no default model to answer the first message: set DESK_MODEL and restart desk, or start a script session from New session")

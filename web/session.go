@@ -791,10 +791,10 @@ func (s *Server) sessionView(ctx context.Context, x *desk.Session) (*sessionView
 			return nil, err
 		}
 	}
-	def, derr := s.d.Agent.DefaultModel()
+	def, _ := s.models()
 	if v.Model == "" && x.Runtime == "" { // a runtime brings its own model
 		v.Model = def
-		v.NoModel = def == "" || derr != nil
+		v.NoModel = def == ""
 	}
 	ms, err := s.d.Agent.Transcript(ctx, x.SurfaceID, 0, pageMessages)
 	if err != nil {

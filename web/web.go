@@ -61,7 +61,6 @@ type Agent interface {
 	InputRequests(ctx context.Context, sessionID string) ([]*desk.InputRequest, error)
 	AnswerInput(ctx context.Context, id string, answers map[string]string) (*desk.InputRequest, *desk.SubmitResult, error)
 	DecidePlan(ctx context.Context, id, decision, notes string) (*desk.Plan, error)
-	DefaultModel() (string, error)
 }
 
 // Store is what the UI reads straight from the store: facts the services
@@ -109,6 +108,9 @@ type Deps struct {
 	Store      Store
 	Logs       Logs
 	UI         UIState
+	// Models is the operator's model catalog the new-session form offers
+	// (nil: the script model only).
+	Models desk.ModelCatalog
 	// Catalog, when set, serves the workspace catalog page.
 	Catalog Catalog
 	// Streams owns the page and log streams (shared with the API), so a

@@ -205,17 +205,59 @@ func TestErrorBody(t *testing.T) {
 		`{"type":"error","error":{"type":"not_found_error","message":"m2"}}`: {"m2", "not_found_error"},
 		`{"error":"m3"}`: {"m3", ""},
 		`{"object":"error","message":"m4","type":"NotFoundError","code":404}`: {"m4", "404"},
-		`{"detail":"m5"}`:          {"m5", ""},
-		"<html>bad gateway</html>": {"<html>bad gateway</html>", ""},
+		`{"detail":"m5"}`: {"m5", ""},
+		// Nothing but the known fields: a body that is not JSON, or JSON
+		// without them, contributes nothing.
+		"<html>bad gateway Authorization: Bearer abcdefghijklmnop</html>": {"", ""},
+		`{"debug":"Authorization: Bearer secret123"}`:                     {"", ""},
+		`{"detail":[{"loc":["body"],"msg":"field required"}]}`:            {"", ""},
 	} {
 		m, c := ErrorBody([]byte(body))
 		if m != want[0] || c != want[1] {
 			t.Errorf("%s: %q %q, want %q", body, m, c, want)
 		}
 	}
-	long, _ := ErrorBody([]byte(strings.Repeat("é", 600)))
-	if len(long) > 510 || !strings.HasSuffix(long, "…") {
-		t.Errorf("long message not clipped: %d bytes", len(long))
+}
+
+// TestClassifyHTTPDetail: what a provider said reaches the error as its
+// type and message only, redacted, at most MaxDetail characters.
+func TestClassifyHTTPDetail(t *testing.T) {
+	body := `{"error":{"type":"invalid_request_error","message":"bad key sk-live-ABCDEF0123456789abcdef in header; token=hunter2hunter2 ` +
+		`digest 0123456789abcdef0123456789abcdef01234567 b64 QWxhZGRpbjpvcGVuIHNlc2FtZQ9xY3Z2d2F5bG9uZ2tleQ"}, "debug":"Authorization: Bearer secret123"}`
+	m, c := ErrorBody([]byte(body))
+	err := ClassifyHTTP(HTTPFailure{Provider: "p", Model: "m", Status: 400, Message: m, Code: c, Secrets: []string{"the-key"}})
+	got := err.Error()
+	for _, leak := range []string{"sk-live", "ABCDEF0123456789abcdef", "hunter2", "0123456789abcdef0123", "QWxhZGRpbjpvcGVu", "secret123", "debug"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("%q leaks %q", got, leak)
+		}
+	}
+	for _, keep := range []string{"HTTP 400", "invalid_request_error", "bad key", "in header"} {
+		if !strings.Contains(got, keep) {
+			t.Errorf("%q lacks %q", got, keep)
+		}
+	}
+	long := ClassifyHTTP(HTTPFailure{Provider: "p", Model: "m", Status: 400, Message: strings.Repeat("é ", 600), Code: "invalid_request_error"})
+	var e *Error
+	if !errors.As(long, &e) {
+		t.Fatal(long)
+	}
+	_, detail, _ := strings.Cut(e.Message, "(HTTP 400): ")
+	if n := len([]rune(detail)); n > MaxDetail || n < MaxDetail-2 || !strings.HasPrefix(detail, "invalid_request_error: é") {
+		t.Errorf("detail of %d characters: %q", n, detail)
+	}
+	html := ClassifyHTTP(HTTPFailure{Provider: "p", Model: "m", Status: 502})
+	if !strings.Contains(html.Error(), "HTTP 502") {
+		t.Errorf("%v", html)
+	}
+}
+
+func TestDetailKeepsNames(t *testing.T) {
+	for _, s := range []string{"model meta-llama/Llama-3.1-70B-Instruct-Turbo not found", "maximum context length is 8192 tokens",
+		"/v1/chat/completions-with-a-rather-long-path-name"} {
+		if got := Detail(s); got != s {
+			t.Errorf("%q became %q", s, got)
+		}
 	}
 }
 

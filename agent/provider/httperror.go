@@ -11,6 +11,9 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/desk-runtime/desk/applog"
 )
 
 // HTTPFailure is a failed HTTP exchange with a model API, as an adapter saw
@@ -41,6 +44,13 @@ type HTTPFailure struct {
 func ClassifyHTTP(f HTTPFailure) error {
 	msg := Redact(f.Message, f.Secrets...)
 	code := strings.ToLower(f.Code)
+	// What the provider said, as much of it as an actor may read: its
+	// error type and message, redacted, cut to MaxDetail.
+	detail := f.Message
+	if f.Code != "" && !strings.Contains(f.Message, f.Code) {
+		detail = strings.TrimSuffix(f.Code+": "+f.Message, ": ")
+	}
+	detail = Detail(detail, f.Secrets...)
 	status := f.Status
 	where := func(n int) string { return fmt.Sprintf("HTTP %d", n) }
 	if f.InStream {
@@ -48,10 +58,10 @@ func ClassifyHTTP(f HTTPFailure) error {
 		where = func(int) string { return "an error event in the stream" }
 	}
 	withMsg := func(s string) string {
-		if msg == "" {
+		if detail == "" {
 			return s
 		}
-		return s + ": " + msg
+		return s + ": " + detail
 	}
 	e := &Error{Provider: f.Provider, Status: f.Status}
 	retry := false
@@ -80,8 +90,8 @@ func ClassifyHTTP(f HTTPFailure) error {
 		retry = true
 	default:
 		e.Kind = ErrBadRequest
-		if msg == "" {
-			msg = http.StatusText(status)
+		if detail == "" {
+			detail = http.StatusText(status)
 		}
 		e.Message = withMsg(fmt.Sprintf("the request was refused (%s)", where(status)))
 	}
@@ -159,7 +169,7 @@ func ClassifyNetwork(providerName, endpoint string, err error, secrets ...string
 	if errors.As(err, &ue) {
 		inner = ue.Err
 	}
-	msg := Redact(inner.Error(), secrets...)
+	msg := Detail(inner.Error(), secrets...)
 	e := &Error{Kind: ErrTransient, Provider: providerName, Message: "cannot reach " + endpoint + ": " + msg}
 
 	// Waiting does not help an unknown host or a refused certificate;
@@ -186,27 +196,85 @@ func EndpointOf(baseURL string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-var keyLikeRE = regexp.MustCompile(`(?i)\b(sk-[a-z0-9_\-*.]{6,}|bearer\s+[a-z0-9_\-.~+/=]{8,})`)
+var (
+	keyLikeRE = regexp.MustCompile(`(?i)\b(sk-[a-z0-9_\-*.]{6,}|bearer\s+[a-z0-9_\-.~+/=]{8,})`)
+	// Long hex runs (digests, hex keys) and long base64 runs.
+	hexRunRE    = regexp.MustCompile(`\b[0-9A-Fa-f]{32,}\b`)
+	base64RunRE = regexp.MustCompile(`[A-Za-z0-9+/_\-]{32,}={0,2}`)
+)
 
-// Redact cuts the given secrets, and anything shaped like an API key or a
-// bearer token, out of s.
+// Redact cuts the given secrets, anything applog's redactor recognises
+// (keyed values such as "Authorization: …", "api_key=…", known key
+// shapes, URL passwords), and anything else shaped like an API key, a
+// bearer token or a long hex or base64 run, out of s.
 func Redact(s string, secrets ...string) string {
 	for _, sec := range secrets {
 		if len(sec) >= 4 {
 			s = strings.ReplaceAll(s, sec, "[redacted]")
 		}
 	}
-	return keyLikeRE.ReplaceAllString(s, "[redacted]")
+	s = applog.NewRedactor().String(s)
+	s = keyLikeRE.ReplaceAllString(s, "[redacted]")
+	s = hexRunRE.ReplaceAllString(s, "[redacted]")
+	return base64RunRE.ReplaceAllStringFunc(s, func(run string) string {
+		if looksLikeKey(run) {
+			return "[redacted]"
+		}
+		return run
+	})
+}
+
+// looksLikeKey tells a base64-shaped run that is a credential from a long
+// name (meta-llama/Llama-3-70B-Instruct-Turbo): keys mix upper case,
+// lower case and digits within one long unbroken stretch.
+func looksLikeKey(run string) bool {
+	longest, cur := 0, 0
+	var upper, lower, digit bool
+	for _, r := range run {
+		switch {
+		case r >= 'A' && r <= 'Z':
+			upper = true
+		case r >= 'a' && r <= 'z':
+			lower = true
+		case r >= '0' && r <= '9':
+			digit = true
+		default:
+			cur = 0
+			continue
+		}
+		cur++
+		longest = max(longest, cur)
+	}
+	return longest >= 20 && upper && lower && digit
+}
+
+// MaxDetail bounds what a provider's own words (its error type and
+// message) add to an error desk shows: a reason an actor reads never
+// carries more of a model server's answer than that.
+const MaxDetail = 300
+
+// Detail is a provider's text made fit to show: redacted first (so a cut
+// cannot leave part of a secret behind a pattern), then cut to MaxDetail
+// characters.
+func Detail(s string, secrets ...string) string {
+	s = strings.Join(strings.Fields(Redact(s, secrets...)), " ")
+	if utf8.RuneCountInString(s) <= MaxDetail {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:MaxDetail-1]) + "…"
 }
 
 // ErrorBody reads the message and code out of an error response body in
-// the shapes model servers use: {"error":{"message","type","code"}}
+// the JSON shapes model servers use: {"error":{"message","type","code"}}
 // (OpenAI, Anthropic), {"error":"…"} (Ollama), {"message","type","code"}
-// (vLLM), {"detail":"…"} (FastAPI servers), or plain text.
+// (vLLM), {"detail":"…"} (FastAPI servers). Nothing else of a body is
+// kept: a body that is not JSON (an HTML page of a proxy, a debug dump)
+// or has none of those fields gives "", so only the status speaks for it.
 func ErrorBody(body []byte) (message, code string) {
 	var top map[string]any
 	if err := json.Unmarshal(body, &top); err != nil {
-		return clip(strings.TrimSpace(string(body))), ""
+		return "", ""
 	}
 	pick := func(m map[string]any, keys ...string) string {
 		for _, k := range keys {
@@ -223,26 +291,9 @@ func ErrorBody(body []byte) (message, code string) {
 	}
 	switch v := top["error"].(type) {
 	case map[string]any:
-		return clip(pick(v, "message", "msg")), pick(v, "code", "type")
+		return pick(v, "message", "msg"), pick(v, "code", "type")
 	case string:
-		return clip(v), pick(top, "code", "type")
+		return v, pick(top, "code", "type")
 	}
-	if m := pick(top, "message", "detail", "msg"); m != "" {
-		return clip(m), pick(top, "code", "type")
-	}
-	return clip(strings.TrimSpace(string(body))), ""
+	return pick(top, "message", "detail", "msg"), pick(top, "code", "type")
 }
-
-func clip(s string) string {
-	const limit = 500
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

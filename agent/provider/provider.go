@@ -14,7 +14,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Roles of messages.
@@ -147,12 +150,21 @@ type Spec struct {
 	BaseURL  string // openai-compatible only
 }
 
+// MaxSpecLen bounds a model reference (a base URL and a model name).
+const MaxSpecLen = 2048
+
 // ParseSpec parses "openai:<model>", "anthropic:<model>",
-// "openai-compatible:<base-url>#<model>" or "script".
+// "openai-compatible:<base-url>#<model>" or "script". A model name is
+// printable text without spaces; a base URL is http or https with a host.
+// Whatever it accepts, String gives back (surrounding spaces trimmed) and
+// parses to the same Spec.
 func ParseSpec(s string) (Spec, error) {
 	s = strings.TrimSpace(s)
 	if s == "script" {
 		return Spec{Provider: "script"}, nil
+	}
+	if len(s) > MaxSpecLen || !utf8.ValidString(s) {
+		return Spec{}, fmt.Errorf("model %.60q… must be valid UTF-8 of at most %d bytes", s, MaxSpecLen)
 	}
 	kind, rest, ok := strings.Cut(s, ":")
 	if !ok || rest == "" {
@@ -160,15 +172,49 @@ func ParseSpec(s string) (Spec, error) {
 	}
 	switch kind {
 	case "openai", "anthropic":
+		if err := modelName(rest); err != nil {
+			return Spec{}, fmt.Errorf("model %q: %w", s, err)
+		}
 		return Spec{Provider: kind, Model: rest}, nil
 	case "openai-compatible":
 		base, model, ok := strings.Cut(rest, "#")
-		if !ok || model == "" || !(strings.HasPrefix(base, "http://") || strings.HasPrefix(base, "https://")) {
+		if !ok || model == "" {
 			return Spec{}, fmt.Errorf("model %q must be openai-compatible:<http(s) base-url>#<model>", s)
+		}
+		if err := baseURL(base); err != nil {
+			return Spec{}, fmt.Errorf("model %q: %w", s, err)
+		}
+		if err := modelName(model); err != nil {
+			return Spec{}, fmt.Errorf("model %q: %w", s, err)
 		}
 		return Spec{Provider: kind, Model: model, BaseURL: base}, nil
 	}
 	return Spec{}, fmt.Errorf("unknown model provider %q in %q (openai, anthropic, openai-compatible or script)", kind, s)
+}
+
+// modelName refuses names no provider has: spaces and control characters
+// (which would also make a reference that does not read back the same).
+func modelName(m string) error {
+	for _, r := range m {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError {
+			return fmt.Errorf("the model name %q must not contain spaces or control characters", m)
+		}
+	}
+	return nil
+}
+
+// baseURL accepts an absolute http or https URL with a host.
+func baseURL(base string) error {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.Opaque != "" {
+		return fmt.Errorf("the base URL %q must be an http:// or https:// URL with a host", base)
+	}
+	for _, r := range base {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return fmt.Errorf("the base URL %q must not contain spaces or control characters", base)
+		}
+	}
+	return nil
 }
 
 // String is the spec in the form ParseSpec reads.

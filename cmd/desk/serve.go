@@ -18,6 +18,7 @@ import (
 	"github.com/desk-runtime/desk/agent"
 	"github.com/desk-runtime/desk/agent/search"
 	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/models"
 )
 
 func serveCmd(g *globals) *cobra.Command {
@@ -35,7 +36,11 @@ Every flag has an environment equivalent: --home DESK_HOME, --addr DESK_ADDR,
 DESK_ADMIN_TOKEN, or is generated once into DESK_HOME/admin.token (mode 0600).
 
 The agent: DESK_MODEL is the default model (openai:<model>,
-anthropic:<model>, openai-compatible:<base-url>#<model>), keys come from
+anthropic:<model>, openai-compatible:<base-url>#<model>) and DESK_MODELS,
+comma-separated, the others a session may choose (GET /v1/models lists
+them; any other model is refused, and a malformed entry stops desk serve);
+base URLs come from OPENAI_BASE_URL, ANTHROPIC_BASE_URL or a declared
+openai-compatible entry, never from a request. Keys come from
 OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENAI_COMPATIBLE_API_KEY; DESK_MAX_STEPS
 bounds the model calls of one turn (default 40); DESK_INPUT_WAIT is how long
 a blocking request_user_input waits for an answer (default 5m; the deadline
@@ -91,7 +96,7 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 				Home: home, Postgres: pg, AdminToken: os.Getenv("DESK_ADMIN_TOKEN"),
 				MaxArtifactBytes: maxArtifact, ActorQuotaBytes: actorQuota, ImportMaxBytes: importMax, ImportMaxRatio: importRatio, BodyIdleTimeout: bodyIdle, ArchiveTZ: os.Getenv("DESK_ARCHIVE_TZ"),
 				SQLiteSynchronous: os.Getenv("DESK_SQLITE_SYNCHRONOUS"), Logger: log, Version: buildVersion(),
-				Model: os.Getenv("DESK_MODEL"), Agent: ao, TSC: os.Getenv("DESK_TSC"),
+				Model: os.Getenv("DESK_MODEL"), Models: models.Split(os.Getenv("DESK_MODELS")), Agent: ao, TSC: os.Getenv("DESK_TSC"),
 				MCPOrigins: strings.FieldsFunc(os.Getenv("DESK_MCP_ORIGINS"), func(r rune) bool { return r == ',' || r == ' ' }),
 			})
 			if err != nil {

@@ -486,7 +486,7 @@ func (p *Provider) classify(ctx context.Context, model string, httpRes *http.Res
 		return provider.ClassifyNetwork(Name, p.endpoint, err, secrets...)
 	}
 	return provider.Retryable(&provider.Error{Kind: provider.ErrTransient, Provider: Name,
-		Message: "the response stream could not be read: " + provider.Redact(err.Error(), secrets...)}, 0)
+		Message: "the response stream could not be read: " + provider.Detail(err.Error(), secrets...)}, 0)
 }
 
 func isNetwork(err error) bool {

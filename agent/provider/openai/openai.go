@@ -451,7 +451,7 @@ func (p *Provider) classify(ctx context.Context, model string, httpRes *http.Res
 	// A chunk that does not decode: a broken proxy or server; another
 	// attempt may fare better.
 	return provider.Retryable(&provider.Error{Kind: provider.ErrTransient, Provider: p.name,
-		Message: "the response stream could not be read: " + provider.Redact(err.Error(), secrets...)}, 0)
+		Message: "the response stream could not be read: " + provider.Detail(err.Error(), secrets...)}, 0)
 }
 
 func isNetwork(err error) bool {

@@ -1,0 +1,19 @@
+package desk
+
+// ModelCatalog is the operator's list of models: the default (DESK_MODEL)
+// and the others it declares (DESK_MODELS), plus the script model desk
+// always offers. A session runs one of them and nothing else: a model
+// reference is where desk sends the operator's provider key and the
+// session's whole context, so no request body may choose it freely.
+type ModelCatalog interface {
+	// Default is the default model's reference; "" when there is none.
+	Default() string
+	// Models lists what a session may choose: the default first, then
+	// the other declared models in the operator's order, then "script".
+	Models() []string
+	// Resolve returns the declared form of a model reference (""
+	// resolves to "", the default; surrounding spaces and an
+	// openai-compatible base URL's case and trailing slash do not
+	// matter), or an EINVALID error that names the models allowed.
+	Resolve(model string) (string, error)
+}

@@ -1,0 +1,198 @@
+// Package models owns the operator's model catalog: the models a desk
+// offers (DESK_MODEL, the default, and DESK_MODELS) and the one check that
+// a model reference is among them. Every door that sets a session's model
+// and every place that is about to call a model asks it, so an actor can
+// never point the operator's key, or a turn's context, at a server of its
+// choosing; base URLs come only from the operator's environment
+// (OPENAI_BASE_URL, ANTHROPIC_BASE_URL) or a declared openai-compatible
+// entry.
+package models
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent/provider"
+)
+
+// Script is the script model, desk's own scripted stand-in for a model:
+// it calls nothing outside desk, so it is always offered.
+const Script = "script"
+
+// Catalog is the operator's models. It is immutable once made and safe
+// for concurrent use; the zero value (and nil) offers only the script
+// model.
+type Catalog struct {
+	def    provider.Spec   // Provider "" when there is no default
+	specs  []provider.Spec // declared, the default first, no duplicates
+	byKey  map[string]provider.Spec
+	models []string // what Models returns
+}
+
+var _ desk.ModelCatalog = (*Catalog)(nil)
+
+// Split reads a DESK_MODELS value: references separated by commas, with
+// spaces around them and empty entries ignored.
+func Split(list string) []string {
+	var out []string
+	for e := range strings.SplitSeq(list, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// New makes the catalog of a default model ("" for none) and the other
+// declared ones. A reference that does not parse is an error naming it,
+// so a typo stops desk at startup instead of refusing sessions later.
+func New(defaultModel string, declared []string) (*Catalog, error) {
+	c := &Catalog{byKey: map[string]provider.Spec{}}
+	add := func(s provider.Spec) {
+		if s.Provider == Script {
+			return
+		}
+		if _, dup := c.byKey[key(s)]; dup {
+			return
+		}
+		c.byKey[key(s)] = s
+		c.specs = append(c.specs, s)
+	}
+	if strings.TrimSpace(defaultModel) != "" {
+		s, err := provider.ParseSpec(defaultModel)
+		if err != nil {
+			return nil, fmt.Errorf("DESK_MODEL: %w", err)
+		}
+		c.def = s
+		add(s)
+	}
+	for _, m := range declared {
+		s, err := provider.ParseSpec(m)
+		if err != nil {
+			return nil, fmt.Errorf("DESK_MODELS entry %q: %w", m, err)
+		}
+		add(s)
+	}
+	if c.def.Provider == Script {
+		c.models = append(c.models, Script)
+	}
+	for _, s := range c.specs {
+		c.models = append(c.models, s.String())
+	}
+	if c.def.Provider != Script {
+		c.models = append(c.models, Script)
+	}
+	return c, nil
+}
+
+// key is the form two references to the same model share: an
+// openai-compatible base URL's scheme and host are case-insensitive and
+// its trailing slashes do not matter.
+func key(s provider.Spec) string {
+	if s.Provider != "openai-compatible" {
+		return s.String()
+	}
+	u, err := url.Parse(s.BaseURL)
+	if err != nil {
+		return s.String()
+	}
+	u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	u.Path, u.RawPath = strings.TrimRight(u.Path, "/"), strings.TrimRight(u.RawPath, "/")
+	return s.Provider + ":" + u.String() + "#" + s.Model
+}
+
+// Default is the default model's reference, "" when there is none.
+func (c *Catalog) Default() string {
+	if c == nil || c.def.Provider == "" {
+		return ""
+	}
+	return c.def.String()
+}
+
+// Models lists the models a session may choose: the default first, the
+// other declared ones in order, then the script model.
+func (c *Catalog) Models() []string {
+	if c == nil || len(c.models) == 0 {
+		return []string{Script}
+	}
+	return append([]string(nil), c.models...)
+}
+
+// Declared lists the declared models' specs (the script model is not
+// one), the default first.
+func (c *Catalog) Declared() []provider.Spec {
+	if c == nil {
+		return nil
+	}
+	return append([]provider.Spec(nil), c.specs...)
+}
+
+// Resolve returns the declared form of model; "" (the default) and
+// "script" resolve to themselves. Anything else not declared is an
+// EINVALID error naming what is.
+func (c *Catalog) Resolve(model string) (string, error) {
+	if strings.TrimSpace(model) == "" {
+		return "", nil
+	}
+	s, err := c.Spec(model)
+	if err != nil {
+		return "", err
+	}
+	return s.String(), nil
+}
+
+// Check is Resolve without the declared form.
+func (c *Catalog) Check(model string) error {
+	_, err := c.Resolve(model)
+	return err
+}
+
+// Spec returns the declared spec of a model reference ("" names the
+// default), or an EINVALID error naming the models allowed.
+func (c *Catalog) Spec(model string) (provider.Spec, error) {
+	if strings.TrimSpace(model) == "" {
+		if c == nil || c.def.Provider == "" {
+			return provider.Spec{}, desk.Errorf(desk.EINVALID, "this desk has no default model; choose one of: %s", c.allowed())
+		}
+		return c.def, nil
+	}
+	s, err := provider.ParseSpec(model)
+	if err != nil {
+		return provider.Spec{}, desk.Errorf(desk.EINVALID, "%v; this desk offers: %s", err, c.allowed())
+	}
+	if s.Provider == Script {
+		return s, nil
+	}
+	if c != nil {
+		if d, ok := c.byKey[key(s)]; ok {
+			return d, nil
+		}
+	}
+	return provider.Spec{}, desk.Errorf(desk.EINVALID, "model %q is not offered by this desk; choose one of: %s", s.String(), c.allowed())
+}
+
+// Find returns the declared model of a provider by its model name alone
+// (the name a client of that provider's API sends), the first declared
+// when several openai-compatible servers serve the same name.
+func (c *Catalog) Find(providerName, model string) (provider.Spec, bool) {
+	if c == nil {
+		return provider.Spec{}, false
+	}
+	for _, s := range c.specs {
+		if s.Provider == providerName && s.Model == model {
+			return s, true
+		}
+	}
+	return provider.Spec{}, false
+}
+
+// allowed names the models a session may choose, the default marked.
+func (c *Catalog) allowed() string {
+	ms := c.Models()
+	if c.Default() != "" {
+		ms[0] += " (default)" // the default is listed first
+	}
+	return strings.Join(ms, ", ")
+}
