@@ -30,7 +30,7 @@ type (
 	sessionCreateArgs struct {
 		WorkspaceID string `json:"workspace_id" jsonschema:"the workspace to create the session in"`
 		Title       string `json:"title,omitempty" jsonschema:"the session's title"`
-		Model       string `json:"model,omitempty" jsonschema:"the session's model, e.g. anthropic:<model> or script; empty means the server's default"`
+		Model       string `json:"model,omitempty" jsonschema:"the session's model: one the server offers (GET /v1/models), e.g. anthropic:<model> or script; empty means the server's default"`
 		Script      any    `json:"script,omitempty" jsonschema:"the script of a model=script session: {steps:[{text, tool_calls, delay_ms}]}"`
 	}
 	sessionArgs struct {

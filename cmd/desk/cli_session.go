@@ -23,8 +23,9 @@ func sessionCmd(g *globals) *cobra.Command {
 		Long: `Create a session in a workspace. --actor names the owning actor by id or
 name; without it the session belongs to the caller's own actor (the
 workspace owner, for the admin token). --model picks the session's own model
-(openai:<model>, anthropic:<model>, openai-compatible:<base-url>#<model> or
-script); without it the session runs the server's DESK_MODEL. A script
+among those the server offers (GET /v1/models: its DESK_MODEL, the
+DESK_MODELS the operator declared, and script; any other is refused);
+without it the session runs the server's DESK_MODEL. A script
 session takes its script from --script FILE ("-" for stdin): {"steps":[…]}.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
