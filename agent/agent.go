@@ -86,12 +86,12 @@ type Agent struct {
 	log       *slog.Logger
 	submit    desk.Submitter
 	// bg is the context of background jobs (titles); Close cancels it.
-	bg         context.Context
-	stopBG     context.CancelFunc
-	jobs       sync.Mutex // guards closed against wg.Add after Close's Wait
-	closed     bool
-	wg         sync.WaitGroup
-	waiters    sync.Map // decision id → chan struct{}
+	bg      context.Context
+	stopBG  context.CancelFunc
+	jobs    sync.Mutex // guards closed against wg.Add after Close's Wait
+	closed  bool
+	wg      sync.WaitGroup
+	waiters sync.Map // decision id → chan struct{}
 	turns   sync.Map // execution id → *turn, the turns this process runs
 }
 
