@@ -272,7 +272,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	a.Artifacts = session.NewArtifacts(store, home, ao0)
 	a.Selection = selection.New(store, home, a.Workspaces)
-	a.Runtimes = runtimehost.NewRegistry(store)
+	a.Runtimes = runtimehost.NewRegistry(store, runtimehost.RegistryOptions{Home: home})
 
 	// Interrupted offboards, restores and purges are finished once this
 	// process is an owner (the guard's leases name it) and before any

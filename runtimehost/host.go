@@ -203,11 +203,16 @@ func (t *tail) String() string {
 	return string(t.buf)
 }
 
-// StateDir is the host directory of a runtime's durable state in a
-// workspace. It lies outside the workspace's own tree, so exports never
-// carry it (it may hold the runtime's credentials).
-func StateDir(home layout.Home, workspaceID, runtime string) string {
-	return filepath.Join(home.Root, "runtime-state", workspaceID, runtime)
+// StateDir is the host directory of a runtime-backed session's durable
+// state (its child's HOME): one per session, so no other session's child,
+// of the same actor or another, ever sees the conversations and config
+// kept there. It lies under the workspace's .system directory, outside
+// every actor's file area, so neither the file API nor exports nor
+// absorb carry it (it may hold the runtime's credentials); it moves with
+// an offboarding and goes when the session is deleted or the workspace
+// purged.
+func StateDir(home layout.Home, x *desk.Session) string {
+	return home.Abs(x.WorkspaceID, layout.RuntimeStateRel(x.ID))
 }
 
 // Execute runs one turn on the session's runtime.
@@ -384,7 +389,12 @@ func (h *Host) drop(c *child) {
 }
 
 func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w *desk.Workspace, st *desk.AgentSettings, x *desk.Session) (*child, error) {
-	state := StateDir(h.o.Home, x.WorkspaceID, rt.Name)
+	// Checked again here, not only at registration: a registration older
+	// than the check, or a DESK_HOME moved since, must not bind it.
+	if err := CheckInstall(rt.Argv[0], h.o.Home); err != nil {
+		return nil, fmt.Errorf("runtime %s is not started: %w; register it again from another directory", rt.Name, err)
+	}
+	state := StateDir(h.o.Home, x)
 	for _, d := range []string{state, filepath.Join(state, "codex"), filepath.Join(state, "claude")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("runtime state directory: %w", err)
