@@ -142,9 +142,11 @@ func (h *Host) StopWorkspace(ctx context.Context, ws string) error {
 }
 
 // stopWhere stops the children that match, all at once: each gets the
-// protocol's close and then its process tree killed (child.stop); when
-// ctx ends first, the rest are killed at once. It returns when every
-// matching process is gone.
+// protocol's close and then its process tree killed (child.stop). A
+// protocol close may wait for the child to end by itself (Claude Code's,
+// up to 10 s): past CancelGrace, or when ctx ends, the process trees
+// still there are killed at once. It returns when every matching process
+// is gone.
 func (h *Host) stopWhere(ctx context.Context, match func(*child) bool) error {
 	h.mu.Lock()
 	h.stops++
@@ -162,14 +164,22 @@ func (h *Host) stopWhere(ctx context.Context, match func(*child) bool) error {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	grace := time.NewTimer(h.o.CancelGrace)
+	defer grace.Stop()
 	select {
 	case <-done:
+		return nil
+	case <-grace.C:
 	case <-ctx.Done():
-		for _, c := range cs {
+	}
+	for _, c := range cs {
+		select {
+		case <-c.exited:
+		default:
 			c.proc.Kill()
 		}
-		<-done
 	}
+	<-done
 	return nil
 }
 
