@@ -67,8 +67,8 @@ type Options struct {
 	// Children, when set, stops the processes kept for the workspace's
 	// sessions (runtime children) before it is offboarded or purged.
 	Children desk.RuntimeChildren
-	Logger  *slog.Logger
-	Now     func() time.Time
+	Logger   *slog.Logger
+	Now      func() time.Time
 	// Fail, when set, is called at the named steps of every operation; an
 	// error it returns stops the operation right there, as a crash would
 	// (journal, state and files left as they are). Tests use it.

@@ -96,7 +96,9 @@ func TestRuntimeIsolation(t *testing.T) {
 		}
 		return string(b)
 	}
-	state := func(s desk.Session) string { return filepath.Join(home, "workspaces", s.WorkspaceID, layout.RuntimeStateRel(s.ID)) }
+	state := func(s desk.Session) string {
+		return filepath.Join(home, "workspaces", s.WorkspaceID, layout.RuntimeStateRel(s.ID))
+	}
 
 	// Three sessions of one runtime: the state directory used to be one
 	// per workspace and runtime, shared by all three.
