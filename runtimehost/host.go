@@ -187,6 +187,9 @@ func (h *Host) stopWhere(ctx context.Context, match func(*child) bool) error {
 // workspace no longer takes work, since it was started.
 func (h *Host) live(ctx context.Context, id string) error {
 	x, err := h.o.Store.GetSession(ctx, id)
+	if desk.IsCode(err, desk.ENOTFOUND) {
+		return desk.Errorf(desk.ECONFLICT, "session %s is being deleted", id)
+	}
 	if err != nil {
 		return err
 	}

@@ -98,3 +98,31 @@ func TestStartRefusesAnInstallOverlappingHome(t *testing.T) {
 		t.Fatalf("the program ran (%v) or a child runs (%d)", err, h.Running())
 	}
 }
+
+// A child that was starting while its session's stop ran (the stop could
+// not see it yet) is not kept once its session is being deleted: the
+// turn fails and the process is gone.
+func TestStopDuringStartKeepsNoChild(t *testing.T) {
+	t.Parallel()
+	marker := "desk-stop-test-" + desk.NewID("m")
+	f := setup(t, "/bin/sh", "-c", "cat; :", marker)
+	f.d.opening, f.d.hold = make(chan struct{}), make(chan struct{})
+	h := f.host()
+	ctx := context.Background()
+	defer h.Close(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.Execute(ctx, f.turn(&emitted{}, "one"))
+		errc <- err
+	}()
+	<-f.d.opening
+	must(t, f.store.MarkSessionDeleting(ctx, f.sess.ID))
+	must(t, h.StopSession(ctx, f.sess))
+	close(f.d.hold)
+	if err := <-errc; err == nil || !strings.Contains(err.Error(), "being deleted") {
+		t.Fatalf("the turn of a session being deleted: %v", err)
+	}
+	if h.Running() != 0 || len(withMarker(t, marker)) != 0 {
+		t.Fatalf("a child is kept for a session being deleted (%d, %q)", h.Running(), withMarker(t, marker))
+	}
+}
