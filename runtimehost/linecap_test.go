@@ -99,3 +99,31 @@ func TestStdoutLineCapIsConfigurable(t *testing.T) {
 		t.Fatalf("a 3 MiB line with a 1 MiB limit: %v", err)
 	}
 }
+
+// BenchmarkStdoutLongLine reads a 64 MiB line with the default limit on
+// each transport and reports what reading it allocated (MiB/line): bound
+// by the limit, never by the line.
+func BenchmarkStdoutLongLine(b *testing.B) {
+	const line = 64 << 20
+	for _, c := range []struct {
+		name string
+		tr   wire.Transport
+	}{{"acp", acp.Transport{}}, {"codex-app-server", codex.Transport{}}, {"claude-stream-json", claude.Transport{}}} {
+		b.Run(c.name, func(b *testing.B) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for b.Loop() {
+				conn, err := c.tr.Attach(context.Background(), wire.Stdio{Stdin: discard{}, Stdout: &longLine{n: line}}, wire.Options{})
+				if err == nil {
+					_, err = conn.Open(context.Background(), "")
+					conn.Close()
+				}
+				if !errors.Is(err, wire.ErrLineTooLong) {
+					b.Fatalf("a %d MiB line: %v", line>>20, err)
+				}
+			}
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/(1<<20), "MiB/line")
+		})
+	}
+}
