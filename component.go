@@ -46,6 +46,17 @@ type SessionStopper interface {
 	StopSession(ctx context.Context, x *Session) error
 }
 
+// RuntimeChildren stops the processes that outlive a session's turns (an
+// external runtime's child, kept between turns): before a session is
+// deleted, or its workspace offboarded, purged or absorbed, none of them
+// may keep running or writing. Both return once the processes are gone
+// (a protocol close first, then the process tree killed), and stop
+// nothing of other sessions or workspaces.
+type RuntimeChildren interface {
+	StopSession(ctx context.Context, x *Session) error
+	StopWorkspace(ctx context.Context, ws string) error
+}
+
 // Recoverer finishes or rolls back what a crash interrupted. Startup runs
 // every recoverer before anything is dispatched or served.
 type Recoverer interface {

@@ -58,6 +58,9 @@ type Options struct {
 	// each file, "copied", "committed", "offboard", "offboarded"); an
 	// error it returns fails the absorb there. Tests use it.
 	Hook func(step string) error
+	// Children, when set, stops the source's runtime children before its
+	// files are read (and the source offboarded).
+	Children desk.RuntimeChildren
 }
 
 // Service plans and applies absorbs.

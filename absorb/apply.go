@@ -104,6 +104,14 @@ func (s *Service) Apply(ctx context.Context, target, source string, in desk.Abso
 		}
 	}
 
+	// No execution of either runs; the source's runtime children, kept
+	// between turns, stop before its files are copied.
+	if s.opt.Children != nil {
+		if err := s.opt.Children.StopWorkspace(ctx, source); err != nil {
+			return nil, fmt.Errorf("stop the runtime processes of workspace %s: %w", source, err)
+		}
+	}
+
 	changes := make([]checkout.Change, len(writes))
 	res := &desk.AbsorbResult{Plan: pl.plan, Written: []string{}}
 	for i, w := range writes {

@@ -285,7 +285,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	a.Artifacts = session.NewArtifacts(store, home, ao0)
 	a.Selection = selection.New(store, home, a.Workspaces)
-	a.Runtimes = runtimehost.NewRegistry(store)
+	a.Runtimes = runtimehost.NewRegistry(store, runtimehost.RegistryOptions{Home: home})
 
 	// Interrupted offboards, restores and purges are finished once this
 	// process is an owner (the guard's leases name it) and before any
@@ -293,12 +293,16 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Guard = lifecycle.NewGuard(store, a.Exec.OwnerID(), lifecycle.GuardOptions{OwnerTTL: eo.OwnerTTL, Released: a.Exec})
 	lo := cfg.Lifecycle
 	lo.Guard, lo.Sessions, lo.Submit, lo.Archive, lo.Logger = a.Guard, a.Sessions, a.Exec, a.Archive, a.Logger.With("component", "lifecycle")
+	// The runtime host's children are reached through the execution
+	// service (execution.Run.Children), which is built first.
+	lo.Children = a.Exec
 	a.Lifecycle = lifecycle.New(store, home, lo)
 	to := cfg.Templates
 	to.Logger = a.Logger.With("component", "template")
 	a.Templates = template.New(store, home, a.Workspaces, a.Lifecycle, to)
 	ab := cfg.Absorb
 	ab.Logger = a.Logger.With("component", "absorb")
+	ab.Children = a.Exec
 	a.Absorb = absorb.New(store, home, a.Lifecycle, ab)
 
 	a.Collector = &gc.Collector{Store: store, Home: home, Running: a.Exec.Running}
@@ -384,7 +388,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	rt := router{store: store, agent: a.Agent, host: a.Host}
 	run := execution.Run{Executor: rt, Available: rt.Available,
-		Recover: []desk.Recoverer{a.Lifecycle, a.Templates, a.Absorb}}
+		Recover: []desk.Recoverer{a.Lifecycle, a.Templates, a.Absorb}, Children: a.Host}
 	if cfg.Executor != nil {
 		run.Executor, run.Available = cfg.Executor, nil
 	}

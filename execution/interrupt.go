@@ -164,5 +164,21 @@ func (s *Service) StopSession(ctx context.Context, x *desk.Session) error {
 			return err
 		}
 	}
+	if s.with.Children != nil {
+		return s.with.Children.StopSession(ctx, x)
+	}
 	return nil
 }
+
+// StopWorkspace stops the processes the executor keeps for the sessions
+// of workspace ws (desk.RuntimeChildren) and waits for them; the
+// lifecycle calls it once no execution of the workspace runs or can be
+// admitted (offboarding, purging, absorbing the workspace).
+func (s *Service) StopWorkspace(ctx context.Context, ws string) error {
+	if s.with.Children != nil {
+		return s.with.Children.StopWorkspace(ctx, ws)
+	}
+	return nil
+}
+
+var _ desk.RuntimeChildren = (*Service)(nil)

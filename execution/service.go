@@ -161,6 +161,12 @@ type Run struct {
 	// (the workspace lifecycle, then template upgrades and absorbs). Its
 	// error fails Open.
 	Recover []desk.Recoverer
+	// Children, when set, are the processes the executor keeps between
+	// turns (the runtime host's children); StopSession and StopWorkspace
+	// stop them after the executions, so the session and lifecycle
+	// services, built before the executor, reach them through this
+	// service.
+	Children desk.RuntimeChildren
 }
 
 // New returns the service with its owner id chosen; Open registers the

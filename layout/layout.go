@@ -52,6 +52,11 @@ const (
 	ItemsDir     = ".system/items"
 	GroupsDir    = ".system/groups"
 	ArchiveDir   = ".system/archive"
+	// RuntimeStateDir holds the runtimes' state directories, one per
+	// session (the child's HOME, /runtime-home): inside the workspace so
+	// it moves with an offboarding and goes with a purge, under .system
+	// so neither the file API, exports nor absorb ever reach it.
+	RuntimeStateDir = ".system/runtime-state"
 	// TemplateBaseline is what a templated workspace got from its
 	// template, the base of its three-way upgrades.
 	TemplateBaseline = ".system/template/baseline.json"
@@ -67,6 +72,11 @@ func ActorRel(actor string) string { return path.Join(ActorsDir, actor) }
 func SessionRel(actor, session string) string {
 	return path.Join(ActorsDir, actor, "sessions", session)
 }
+
+// RuntimeStateRel is the state directory of a runtime-backed session:
+// its runtime's HOME, holding its native conversations (and whatever
+// credentials the runtime keeps), seen by that session's child only.
+func RuntimeStateRel(session string) string { return path.Join(RuntimeStateDir, session) }
 
 // ScratchRel is an execution's scratch directory, the guest's /scratch.
 func ScratchRel(execution string) string { return path.Join(ScratchDir, execution) }

@@ -145,10 +145,29 @@ func (s *Service) offboardLocked(ctx context.Context, ws string, in OffboardInpu
 		return nil, desk.Errorf(desk.EBLOCKED, "workspace %s cannot be offboarded while its work runs; blocked by %s; interrupt or wait for them first",
 			ws, strings.Join(blockers, ", "))
 	}
+	// No execution runs or can be admitted now; the processes kept
+	// between turns go too, before any file moves.
+	if err := s.stopChildren(ctx, ws); err != nil {
+		if rerr := s.rollbackOffboard(ctx, j, data.At); rerr != nil {
+			return nil, rerr
+		}
+		return nil, err
+	}
 	if err := s.finishOffboard(ctx, j, data); err != nil {
 		return nil, err
 	}
 	return s.result(ctx, ws, true)
+}
+
+// stopChildren stops the workspace's runtime children and waits for them.
+func (s *Service) stopChildren(ctx context.Context, ws string) error {
+	if s.opts.Children == nil {
+		return nil
+	}
+	if err := s.opts.Children.StopWorkspace(ctx, ws); err != nil {
+		return fmt.Errorf("stop the runtime processes of workspace %s: %w", ws, err)
+	}
+	return nil
 }
 
 // blockers lists the workspace's running executions.

@@ -43,6 +43,11 @@ func (s *Service) Purge(ctx context.Context, ws, confirm string) (*Result, error
 	default:
 		return nil, NotActive(w)
 	}
+	// A departed workspace runs nothing; a child left over anyway goes
+	// before its files do.
+	if err := s.stopChildren(ctx, ws); err != nil {
+		return nil, err
+	}
 	j := newJournal(desk.OpPurge, ws, s.owner())
 	if err := s.journal(ctx, j, "begin", struct{}{}); err != nil {
 		return nil, err

@@ -64,8 +64,11 @@ type Options struct {
 	Submit desk.Submitter
 	// Archive, when set, has a workspace's files closed before it moves.
 	Archive Archive
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// Children, when set, stops the processes kept for the workspace's
+	// sessions (runtime children) before it is offboarded or purged.
+	Children desk.RuntimeChildren
+	Logger   *slog.Logger
+	Now      func() time.Time
 	// Fail, when set, is called at the named steps of every operation; an
 	// error it returns stops the operation right there, as a crash would
 	// (journal, state and files left as they are). Tests use it.

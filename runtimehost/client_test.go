@@ -327,7 +327,7 @@ func TestACPClientFilesAndTerminalsInTheSandbox(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(artifacts, session.ImmutableDir, "frozen.md")); string(b) != "frozen" {
 		t.Fatalf("immutable artifact changed: %q", b)
 	}
-	if _, err := os.Stat(filepath.Join(runtimehost.StateDir(f.home, f.sess.WorkspaceID, "dbl"), "planted")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(runtimehost.StateDir(f.home, f.sess), "planted")); !os.IsNotExist(err) {
 		t.Fatalf("the runtime's state directory was written through fs/*: %v", err)
 	}
 	ok(7)

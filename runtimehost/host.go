@@ -71,6 +71,11 @@ type Options struct {
 	LookupEnv   func(string) (string, bool)
 	IdleTimeout time.Duration
 	CancelGrace time.Duration
+	// MaxLineBytes bounds one line of a child's stdout (a protocol
+	// message); a longer one fails the turn naming the limit and stops
+	// the child. 0 is wire.DefaultMaxLine (16 MiB). ACP agents are held
+	// to at most 10 MiB, the ACP SDK's own bound.
+	MaxLineBytes int
 }
 
 // Host is the runtime executor. Open/Close: Close stops every child.
@@ -80,7 +85,10 @@ type Host struct {
 	mu       sync.Mutex
 	children map[string]*child // session id → live child
 	closed   bool
-	wg       sync.WaitGroup
+	// stops counts StopSession and StopWorkspace calls: a child started
+	// while one ran is kept only if its session is still live after it.
+	stops int
+	wg    sync.WaitGroup
 }
 
 // New returns a host.
@@ -119,6 +127,85 @@ func (h *Host) Close(context.Context) error {
 	return nil
 }
 
+// StopSession stops the session's child, if it has one, and waits until
+// its process tree is gone (desk.RuntimeChildren): the session is being
+// deleted.
+func (h *Host) StopSession(ctx context.Context, x *desk.Session) error {
+	return h.stopWhere(ctx, func(c *child) bool { return c.sessionID == x.ID })
+}
+
+// StopWorkspace stops the children of every session of workspace ws and
+// waits until their process trees are gone: the workspace is being
+// offboarded, purged or absorbed.
+func (h *Host) StopWorkspace(ctx context.Context, ws string) error {
+	return h.stopWhere(ctx, func(c *child) bool { return c.workspaceID == ws })
+}
+
+// stopWhere stops the children that match, all at once: each gets the
+// protocol's close and then its process tree killed (child.stop). A
+// protocol close may wait for the child to end by itself (Claude Code's,
+// up to 10 s): past CancelGrace, or when ctx ends, the process trees
+// still there are killed at once. It returns when every matching process
+// is gone.
+func (h *Host) stopWhere(ctx context.Context, match func(*child) bool) error {
+	h.mu.Lock()
+	h.stops++
+	var cs []*child
+	for id, c := range h.children {
+		if match(c) {
+			cs = append(cs, c)
+			delete(h.children, id)
+		}
+	}
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Go(c.stop)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	grace := time.NewTimer(h.o.CancelGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-grace.C:
+	case <-ctx.Done():
+	}
+	for _, c := range cs {
+		select {
+		case <-c.exited:
+		default:
+			c.proc.Kill()
+		}
+	}
+	<-done
+	return nil
+}
+
+// live refuses a child for a session that is being deleted, or whose
+// workspace no longer takes work, since it was started.
+func (h *Host) live(ctx context.Context, id string) error {
+	x, err := h.o.Store.GetSession(ctx, id)
+	if desk.IsCode(err, desk.ENOTFOUND) {
+		return desk.Errorf(desk.ECONFLICT, "session %s is being deleted", id)
+	}
+	if err != nil {
+		return err
+	}
+	if x.Deleting {
+		return desk.Errorf(desk.ECONFLICT, "session %s is being deleted", id)
+	}
+	w, err := h.o.Store.GetWorkspace(ctx, x.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	if w.State != desk.WorkspaceActive {
+		return desk.Errorf(desk.ECONFLICT, "workspace %s is %s", w.ID, w.State)
+	}
+	return nil
+}
+
 // Running reports how many children are alive (tests and the UI).
 func (h *Host) Running() int {
 	h.mu.Lock()
@@ -144,18 +231,19 @@ func (h *Host) Available(ctx context.Context, s *desk.Session) error {
 
 // child is one runtime process of one session.
 type child struct {
-	sessionID string
-	runtime   string
-	proc      *sandbox.Process
-	conn      wire.Conn
-	client    *guestClient
-	native    string
-	stderr    *tail
-	exited    chan struct{} // closed when the process is gone
-	exitErr   error
-	idle      *time.Timer
-	busy      bool
-	stopOnce  sync.Once
+	sessionID   string
+	workspaceID string
+	runtime     string
+	proc        *sandbox.Process
+	conn        wire.Conn
+	client      *guestClient
+	native      string
+	stderr      *tail
+	exited      chan struct{} // closed when the process is gone
+	exitErr     error
+	idle        *time.Timer
+	busy        bool
+	stopOnce    sync.Once
 }
 
 func (c *child) stop() {
@@ -203,11 +291,16 @@ func (t *tail) String() string {
 	return string(t.buf)
 }
 
-// StateDir is the host directory of a runtime's durable state in a
-// workspace. It lies outside the workspace's own tree, so exports never
-// carry it (it may hold the runtime's credentials).
-func StateDir(home layout.Home, workspaceID, runtime string) string {
-	return filepath.Join(home.Root, "runtime-state", workspaceID, runtime)
+// StateDir is the host directory of a runtime-backed session's durable
+// state (its child's HOME): one per session, so no other session's child,
+// of the same actor or another, ever sees the conversations and config
+// kept there. It lies under the workspace's .system directory, outside
+// every actor's file area, so neither the file API nor exports nor
+// absorb carry it (it may hold the runtime's credentials); it moves with
+// an offboarding and goes when the session is deleted or the workspace
+// purged.
+func StateDir(home layout.Home, x *desk.Session) string {
+	return home.Abs(x.WorkspaceID, layout.RuntimeStateRel(x.ID))
 }
 
 // Execute runs one turn on the session's runtime.
@@ -347,20 +440,34 @@ func (h *Host) acquire(ctx context.Context, rt *desk.Runtime, tr wire.Transport,
 			return c, nil
 		}
 	}
+	gen := h.stops
 	h.mu.Unlock()
 	c, err := h.start(ctx, rt, tr, w, st, x)
 	if err != nil {
 		return nil, err
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		go c.stop()
-		return nil, desk.Errorf(desk.EUNAVAILABLE, "desk is shutting down")
+	for {
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			go c.stop()
+			return nil, desk.Errorf(desk.EUNAVAILABLE, "desk is shutting down")
+		}
+		if h.stops == gen {
+			c.busy = true
+			h.children[x.ID] = c
+			h.mu.Unlock()
+			return c, nil
+		}
+		// A stop ran while the child started: it could not see this
+		// child, so the child is kept only if its session still is.
+		gen = h.stops
+		h.mu.Unlock()
+		if err := h.live(ctx, x.ID); err != nil {
+			c.stop()
+			return nil, err
+		}
 	}
-	c.busy = true
-	h.children[x.ID] = c
-	return c, nil
 }
 
 // release marks the child idle and arms its idle timeout.
@@ -384,7 +491,12 @@ func (h *Host) drop(c *child) {
 }
 
 func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w *desk.Workspace, st *desk.AgentSettings, x *desk.Session) (*child, error) {
-	state := StateDir(h.o.Home, x.WorkspaceID, rt.Name)
+	// Checked again here, not only at registration: a registration older
+	// than the check, or a DESK_HOME moved since, must not bind it.
+	if err := CheckInstall(rt.Argv[0], h.o.Home); err != nil {
+		return nil, fmt.Errorf("runtime %s is not started: %w; register it again from another directory", rt.Name, err)
+	}
+	state := StateDir(h.o.Home, x)
 	for _, d := range []string{state, filepath.Join(state, "codex"), filepath.Join(state, "claude")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("runtime state directory: %w", err)
@@ -435,7 +547,7 @@ func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w
 		client.close()
 		return nil, fmt.Errorf("start runtime %s: %w", rt.Name, err)
 	}
-	c := &child{sessionID: x.ID, runtime: rt.Name, proc: proc, client: client, native: x.NativeID, stderr: &tail{}, exited: make(chan struct{})}
+	c := &child{sessionID: x.ID, workspaceID: x.WorkspaceID, runtime: rt.Name, proc: proc, client: client, native: x.NativeID, stderr: &tail{}, exited: make(chan struct{})}
 	log := h.o.Logger.With("runtime", rt.Name, "session", x.ID)
 	c.idle = time.AfterFunc(time.Hour, func() {
 		h.mu.Lock()
@@ -464,7 +576,7 @@ func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w
 		<-stderrDone
 		close(c.exited)
 	}()
-	conn, err := tr.Attach(ctx, wire.Stdio{Stdin: proc.Stdin, Stdout: proc.Stdout}, wire.Options{Cwd: cwd, Client: client, Log: log})
+	conn, err := tr.Attach(ctx, wire.Stdio{Stdin: proc.Stdin, Stdout: proc.Stdout}, wire.Options{Cwd: cwd, Client: client, Log: log, MaxLine: h.o.MaxLineBytes})
 	if err != nil {
 		proc.Stdin.Close()
 		proc.Kill()
@@ -777,4 +889,5 @@ func (s *sink) archive(r archive.Record) {
 }
 
 var _ execution.Executor = (*Host)(nil)
+var _ desk.RuntimeChildren = (*Host)(nil)
 var _ wire.Sink = (*sink)(nil)

@@ -28,6 +28,10 @@ type double struct {
 	prompts []string
 	cannot  bool // Open of a stored id fails with ErrCannotLoad
 	hang    bool // Prompt ignores Cancel until its ctx ends
+	// opening, when set, is told when Open starts, and Open then waits
+	// for hold to close.
+	opening chan struct{}
+	hold    chan struct{}
 }
 
 func (d *double) Args(string) []string { return nil }
@@ -47,6 +51,10 @@ func (c *dconn) Open(ctx context.Context, native string) (string, error) {
 	c.d.mu.Lock()
 	c.d.opens = append(c.d.opens, native)
 	c.d.mu.Unlock()
+	if c.d.opening != nil {
+		c.d.opening <- struct{}{}
+		<-c.d.hold
+	}
 	if _, err := c.s.Stdin.Write([]byte("hello\n")); err != nil {
 		return "", err
 	}

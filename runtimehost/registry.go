@@ -2,6 +2,8 @@ package runtimehost
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/layout"
 )
 
 var (
@@ -23,10 +26,21 @@ var (
 // program the operator did not name.
 type Registry struct {
 	store desk.RuntimeStore
+	o     RegistryOptions
+}
+
+// RegistryOptions are what the registry checks a registration against.
+type RegistryOptions struct {
+	// Home is DESK_HOME: a program whose bound directory contains it, or
+	// lies inside it, is refused (the sandbox would show the child desk's
+	// database and admin token).
+	Home layout.Home
 }
 
 // NewRegistry returns the registry over the store.
-func NewRegistry(store desk.RuntimeStore) *Registry { return &Registry{store: store} }
+func NewRegistry(store desk.RuntimeStore, o RegistryOptions) *Registry {
+	return &Registry{store: store, o: o}
+}
 
 func admin(ctx context.Context) error {
 	p, ok := desk.PrincipalFrom(ctx)
@@ -55,6 +69,9 @@ func (g *Registry) Add(ctx context.Context, r desk.Runtime) (*desk.Runtime, erro
 	}
 	bin, err := Resolve(r.Argv[0])
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckInstall(bin, g.o.Home); err != nil {
 		return nil, err
 	}
 	for _, e := range r.Env {
@@ -117,6 +134,58 @@ func Resolve(arg0 string) (string, error) {
 		return "", desk.Errorf(desk.EINVALID, "argv[0] %q (%s) is not an executable file", arg0, real)
 	}
 	return real, nil
+}
+
+// CheckInstall refuses a program whose install directory — what the
+// sandbox binds read-only for it (installRoot) — contains DESK_HOME or
+// lies inside it: the child would see desk's database, its admin token and
+// every workspace. Both are host paths compared after their symbolic
+// links are resolved, so a link to either side is no way around it. The
+// registry checks at registration, the host again before every child
+// starts (a registration older than the check, or a DESK_HOME moved since).
+func CheckInstall(bin string, home layout.Home) error {
+	if home.Root == "" {
+		return nil
+	}
+	dir := installRoot(bin)[0]
+	realDir, err := realPath(dir)
+	if err != nil {
+		return desk.Errorf(desk.EINVALID, "the program's directory %s: %v", dir, err)
+	}
+	realHome, err := realPath(home.Root)
+	if err != nil {
+		return desk.Errorf(desk.EINVALID, "DESK_HOME %s: %v", home.Root, err)
+	}
+	switch {
+	case inside(realHome, realDir):
+		return desk.Errorf(desk.EINVALID, "the program's directory %s, which the sandbox binds read-only, contains DESK_HOME %s (its database and admin token): install the runtime outside DESK_HOME's parent directories (e.g. /usr/local/bin or an npm prefix of its own)", realDir, realHome)
+	case inside(realDir, realHome):
+		return desk.Errorf(desk.EINVALID, "the program's directory %s, which the sandbox binds read-only, lies inside DESK_HOME %s (its database and admin token): install the runtime outside DESK_HOME", realDir, realHome)
+	}
+	return nil
+}
+
+func inside(p, dir string) bool { _, ok := within(p, dir); return ok }
+
+// realPath is p absolute with its symbolic links resolved; a path that
+// does not exist (yet) is taken as far as it does.
+func realPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for d := abs; ; d = filepath.Dir(d) {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			return filepath.Join(r, rest), nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		if d == "/" {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(d), rest)
+	}
 }
 
 var _ desk.RuntimeService = (*Registry)(nil)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/runtimehost"
 	"github.com/desk-runtime/desk/store/sqlite"
 )
@@ -17,7 +18,7 @@ func TestRegistryRefusesBadInput(t *testing.T) {
 	st, err := sqlite.OpenWith(context.Background(), filepath.Join(dir, "d.db"), sqlite.Options{})
 	must(t, err)
 	defer st.Close()
-	g := runtimehost.NewRegistry(st)
+	g := runtimehost.NewRegistry(st, runtimehost.RegistryOptions{})
 	admin := desk.WithPrincipal(context.Background(), desk.Principal{Admin: true})
 	actor := desk.WithPrincipal(context.Background(), desk.Principal{ActorID: "act_x", WorkspaceID: "ws_x"})
 	plain := filepath.Join(dir, "notexec")
@@ -53,4 +54,63 @@ func TestRegistryRefusesBadInput(t *testing.T) {
 		t.Fatalf("actor list: %v", err)
 	}
 	must(t, g.Remove(admin, "cat"))
+}
+
+// A program whose bound directory overlaps DESK_HOME is refused, naming
+// the overlap, however the paths are spelled (symbolic links to either
+// side resolved); nothing is stored.
+func TestRegistryRefusesInstallOverlappingHome(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st, err := sqlite.OpenWith(context.Background(), filepath.Join(dir, "d.db"), sqlite.Options{})
+	must(t, err)
+	defer st.Close()
+	user := filepath.Join(dir, "user")      // a user's ~
+	home := filepath.Join(user, ".desk")    // the default DESK_HOME below it
+	tools := filepath.Join(dir, "tools")    // a directory of its own
+	linked := filepath.Join(dir, "homelnk") // a link to DESK_HOME
+	must(t, os.MkdirAll(filepath.Join(home, "bin"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(tools, "node_modules", "pkg", "bin"), 0o755))
+	must(t, os.Symlink(user, linked))
+	exe := func(p string) string {
+		must(t, os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755))
+		return p
+	}
+	inUser := exe(filepath.Join(user, "codex"))
+	inHome := exe(filepath.Join(home, "bin", "agent"))
+	// A program in a node_modules tree binds the outermost node_modules,
+	// ~/node_modules here: a sibling of DESK_HOME, no overlap.
+	must(t, os.MkdirAll(filepath.Join(user, "node_modules", "x", "bin"), 0o755))
+	npm := exe(filepath.Join(user, "node_modules", "x", "bin", "x"))
+	fine := exe(filepath.Join(tools, "node_modules", "pkg", "bin", "agent"))
+	viaLink := filepath.Join(linked, "codex")
+
+	admin := desk.WithPrincipal(context.Background(), desk.Principal{Admin: true})
+	for _, hm := range []string{home, filepath.Join(linked, ".desk")} {
+		g := runtimehost.NewRegistry(st, runtimehost.RegistryOptions{Home: layout.Home{Root: hm}})
+		for _, c := range []struct{ bin, want string }{
+			{inUser, "the program's directory " + user + ", which the sandbox binds read-only, contains DESK_HOME " + home},
+			{viaLink, "contains DESK_HOME " + home},
+			{inHome, "lies inside DESK_HOME " + home},
+		} {
+			_, err := g.Add(admin, desk.Runtime{Name: "r", Protocol: "acp", Argv: []string{c.bin}})
+			if !desk.IsCode(err, desk.EINVALID) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("home %s, program %s: %v, want 400 naming %q", hm, c.bin, err, c.want)
+			}
+		}
+		// The node_modules program binds user/node_modules: no overlap.
+		if _, err := g.Add(admin, desk.Runtime{Name: "npm", Protocol: "acp", Argv: []string{npm}}); err != nil {
+			t.Errorf("home %s: %s refused: %v", hm, npm, err)
+		}
+		must(t, g.Remove(admin, "npm"))
+	}
+	if ls, _ := st.ListRuntimes(context.Background()); len(ls) != 0 {
+		t.Fatalf("refused registrations stored: %+v", ls)
+	}
+	// DESK_HOME inside a node_modules tree that is bound whole.
+	g := runtimehost.NewRegistry(st, runtimehost.RegistryOptions{Home: layout.Home{Root: filepath.Join(tools, "node_modules", "desk-home")}})
+	if _, err := g.Add(admin, desk.Runtime{Name: "nm", Protocol: "acp", Argv: []string{fine}}); !desk.IsCode(err, desk.EINVALID) ||
+		!strings.Contains(err.Error(), "the program's directory "+filepath.Join(tools, "node_modules")+", which the sandbox binds read-only, contains DESK_HOME") {
+		t.Errorf("DESK_HOME under the bound node_modules: %v", err)
+	}
 }

@@ -49,7 +49,7 @@ func TestCodexACPAnswersInTheSandbox(t *testing.T) {
 	must(t, f.store.DeleteRuntime(ctx, "dbl"))
 	must(t, f.store.CreateRuntime(ctx, &desk.Runtime{Name: "dbl", Protocol: desk.RuntimeACP, Argv: []string{resolved},
 		Env: []string{"SCRIPTED_API_KEY"}, CreatedAt: desk.Now()}))
-	state := runtimehost.StateDir(f.home, f.sess.WorkspaceID, "dbl")
+	state := runtimehost.StateDir(f.home, f.sess)
 	cfg := fmt.Sprintf(`model = "gpt-5-codex"
 model_provider = "scripted"
 approval_policy = "on-request"

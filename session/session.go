@@ -273,6 +273,11 @@ func (s *sessions) finishDelete(ctx context.Context, x *desk.Session) error {
 	if err := os.RemoveAll(s.home.Abs(x.WorkspaceID, layout.SessionRel(x.Actor, x.ID))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("delete session %s: %w", x.ID, err)
 	}
+	// The runtime's state directory (its native conversations), whose
+	// child the stopper has ended.
+	if err := os.RemoveAll(s.home.Abs(x.WorkspaceID, layout.RuntimeStateRel(x.ID))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete session %s: %w", x.ID, err)
+	}
 	return s.store.PurgeSession(ctx, x.ID)
 }
 

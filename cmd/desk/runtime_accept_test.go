@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/layout"
 )
 
 // Marker texts of the turns; the scripted model answers by them.
@@ -359,7 +360,7 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 	t.Run("cannot-load", func(t *testing.T) {
 		admin := admin.on(t)
 		d.stop(syscall.SIGTERM)
-		state := filepath.Join(home, "runtime-state", ws.ID, name)
+		state := filepath.Join(home, "workspaces", ws.ID, layout.RuntimeStateRel(ses.ID))
 		if _, err := os.Stat(state); err != nil {
 			t.Fatalf("the runtime's state directory: %v", err)
 		}

@@ -40,7 +40,7 @@ func (Transport) Attach(ctx context.Context, stdio wire.Stdio, opts wire.Options
 	}
 	c := &conn{opts: opts, tools: map[string]*wire.ToolEvent{}, terms: map[string]wire.Terminal{},
 		termTool: map[string]string{}, termOut: map[string]string{}}
-	c.out = newStdoutGuard(stdio.Stdout)
+	c.out = newStdoutGuard(stdio.Stdout, opts.LineLimit())
 	c.rpc = sdk.NewClientSideConnection(c, stdio.Stdin, c.out)
 	c.rpc.SetLogger(opts.Log)
 	caps := sdk.ClientCapabilities{}

@@ -25,6 +25,7 @@ package claude
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,9 +56,6 @@ func (Transport) Args(native string) []string {
 	return a
 }
 
-// maxLine bounds one line of stdout (a tool result can be large).
-const maxLine = 64 << 20
-
 // Attach starts reading the child's stdout.
 func (Transport) Attach(ctx context.Context, stdio wire.Stdio, opts wire.Options) (wire.Conn, error) {
 	log := opts.Log
@@ -71,7 +69,7 @@ func (Transport) Attach(ctx context.Context, stdio wire.Stdio, opts wire.Options
 		done:    make(chan struct{}),
 		pending: map[string]chan message{},
 	}
-	go c.read(stdio.Stdout)
+	go c.read(stdio.Stdout, opts.LineLimit())
 	return c, nil
 }
 
@@ -114,19 +112,19 @@ type conn struct {
 
 // read decodes stdout until it ends, routing control responses to their
 // requests and everything else to msgs.
-func (c *conn) read(r io.Reader) {
+func (c *conn) read(r io.Reader, max int) {
 	defer close(c.done)
 	defer close(c.msgs)
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	sc.Buffer(make([]byte, 0, min(64<<10, max)), max)
 	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
 			continue
 		}
 		var m message
-		if err := json.Unmarshal([]byte(line), &m); err != nil || m.Type == "" {
-			c.err = fmt.Errorf("claude stream-json: stdout is not stream-json (a line %q): is argv Claude Code, run with the stream-json flags?", clip(line, 120))
+		if err := json.Unmarshal(line, &m); err != nil || m.Type == "" {
+			c.err = fmt.Errorf("claude stream-json: stdout is not stream-json (a line %q): is argv Claude Code, run with the stream-json flags?", clip(string(line[:min(len(line), 121)]), 120))
 			return
 		}
 		if m.Type == "control_response" {
@@ -146,6 +144,9 @@ func (c *conn) read(r io.Reader) {
 		c.msgs <- m
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = wire.LineTooLong(max)
+		}
 		c.err = fmt.Errorf("claude stream-json: reading stdout: %w", err)
 		return
 	}

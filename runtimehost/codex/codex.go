@@ -106,8 +106,9 @@ type conn struct {
 // JSON-RPC message ends the connection with an error naming it.
 func (c *conn) read() {
 	defer close(c.done)
+	max := c.opts.LineLimit()
 	sc := bufio.NewScanner(c.stdio.Stdout)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	sc.Buffer(make([]byte, 0, min(64<<10, max)), max)
 	var err error
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -147,6 +148,9 @@ func (c *conn) read() {
 	}
 	if err == nil {
 		err = sc.Err()
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = fmt.Errorf("codex app-server: %w", wire.LineTooLong(max))
+		}
 	}
 	if err == nil {
 		err = errors.New("codex app-server closed its stdout")

@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 )
@@ -58,6 +59,44 @@ type Options struct {
 	// nil means the transport declares no such capability.
 	Client Client
 	Log    *slog.Logger
+	// MaxLine bounds one line of the child's stdout, its newline
+	// included (DefaultMaxLine when 0). A longer line ends the
+	// connection with LineTooLong, and a transport never holds more of it
+	// than the bound.
+	MaxLine int
+}
+
+// DefaultMaxLine is the default bound of one stdout line: a protocol
+// message (a tool result, a file read) far above any real one, and a
+// child that prints more without a newline costs desk no more than this.
+const DefaultMaxLine = 16 << 20
+
+// LineLimit is o.MaxLine, or DefaultMaxLine when unset.
+func (o Options) LineLimit() int {
+	if o.MaxLine > 0 {
+		return o.MaxLine
+	}
+	return DefaultMaxLine
+}
+
+// ErrLineTooLong is wrapped by the error of a stdout line over the bound.
+var ErrLineTooLong = errors.New("a line on the runtime's stdout is too long")
+
+// LineTooLong is the error that ends a connection whose child printed a
+// line longer than max bytes; it names the limit.
+func LineTooLong(max int) error {
+	return fmt.Errorf("%w: longer than the limit of %s (the host's MaxLineBytes); the runtime's process is stopped", ErrLineTooLong, Size(max))
+}
+
+// Size writes n bytes as people read it (16 MiB, 1.5 KiB, 100 bytes).
+func Size(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // Conn is one live protocol connection to one child.
