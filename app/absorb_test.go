@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"

@@ -32,8 +32,9 @@ func WorkspaceDir(home layout.Home, x *desk.Session) string {
 // names its git directory by host path (inside the checkout's .git), so
 // the checkout's .git is mounted at that same path. Nothing else of the
 // checkout is. Empty for a session on the checkout itself, whose .git is
-// inside /workspace.
-func GitMounts(home layout.Home, x *desk.Session) []fsjail.Mount {
+// inside /workspace. Unless gitWritable (the workspace's git_writable),
+// its hooks and config are read-only (GitReadOnly).
+func GitMounts(home layout.Home, x *desk.Session, gitWritable bool) []fsjail.Mount {
 	if x == nil || x.Worktree == "" {
 		return nil
 	}
@@ -42,7 +43,11 @@ func GitMounts(home layout.Home, x *desk.Session) []fsjail.Mount {
 		return nil
 	}
 	common := checkout.CommonDir(g)
-	return []fsjail.Mount{{Guest: filepath.ToSlash(common), Host: common}}
+	m := fsjail.Mount{Guest: filepath.ToSlash(common), Host: common}
+	if !gitWritable {
+		m.ReadOnlyDirs = GitReadOnly(common)
+	}
+	return []fsjail.Mount{m}
 }
 
 // withGit fills in what the session's /workspace has checked out.
