@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 
 	"github.com/desk-runtime/desk"
@@ -42,8 +43,21 @@ func GitMounts(home layout.Home, x *desk.Session, gitWritable bool) []fsjail.Mou
 	if !ok {
 		return nil
 	}
-	common := checkout.CommonDir(g)
-	m := fsjail.Mount{Guest: filepath.ToSlash(common), Host: common}
+	// The .git file is the agent's to write: it may name any directory.
+	// Only the checkout's own .git is ever mounted, and only at the path
+	// the file names when that path is it (as git wrote it, or after
+	// symbolic links); anything else gets no mount, and git in
+	// /workspace fails in the sandbox, where it harms nothing.
+	common := filepath.Clean(checkout.CommonDir(g))
+	want := filepath.Join(home.Abs(x.WorkspaceID, layout.CheckoutDir), ".git")
+	if fi, err := os.Lstat(want); err != nil || !fi.IsDir() {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(want)
+	if err != nil || (common != want && common != real) {
+		return nil
+	}
+	m := fsjail.Mount{Guest: filepath.ToSlash(common), Host: want}
 	if !gitWritable {
 		m.ReadOnlyDirs = GitReadOnly(common)
 	}
