@@ -228,6 +228,11 @@ type AgentSettings struct {
 	// Sandbox bounds each command the agent runs; zero fields take the
 	// defaults (docs/agent.md, "Sandbox limits").
 	Sandbox SandboxLimits `json:"sandbox"`
+	// GitWritable lets the agent write the hooks and config of
+	// /workspace's git repository (off by default: they are read-only in
+	// the sandbox and to the file tools). Host-side git runs neither
+	// either way.
+	GitWritable bool `json:"git_writable"`
 }
 
 // SandboxLimits bound one command of an agent (agent/sandbox.Limits has

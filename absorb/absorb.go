@@ -403,6 +403,11 @@ func (s *Service) Plan(ctx context.Context, target, source string) (*desk.Absorb
 func unreadableGit(err error, ws string) error {
 	var ge *checkout.GitError
 	if !errors.As(err, &ge) {
+		if desk.IsCode(err, desk.ECONFLICT) {
+			// checkout.Git refused the repository (a .git leading
+			// elsewhere, a config key it cannot neutralise).
+			return desk.Errorf(desk.ECONFLICT, "the checkout of workspace %s: %s; repair %s/.git, then plan the absorb again", ws, desk.ErrorMessage(err), layout.CheckoutDir)
+		}
 		return err
 	}
 	msg := strings.TrimSpace(ge.Stderr)

@@ -448,11 +448,12 @@ func TestAbsorbFailureMidwayLeavesBothAsTheyWere(t *testing.T) {
 		name string
 		fail func(e *env, tco string)
 	}{
-		{"failing git hook", func(e *env, tco string) {
-			hook := filepath.Join(tco, ".git", "hooks", "pre-commit")
-			if err := os.WriteFile(hook, []byte("#!/bin/sh\necho no imports today >&2\nexit 1\n"), 0o755); err != nil {
-				t.Fatal(err)
-			}
+		{"git refuses the commit", func(e *env, tco string) {
+			// A config value only git commit reads: the import's files
+			// are written and staged when git refuses, so this is the
+			// midway rollback. (A refusing hook no longer does this: no
+			// repository hook runs, see TestAbsorbRunsNoRepositoryProgram.)
+			git(t, tco, "config", "commit.cleanup", "bogus")
 		}},
 		{"injected error before offboarding", func(e *env, tco string) {
 			e.hook = func(step string) error {

@@ -338,7 +338,7 @@ func (a *Agent) Execute(ctx context.Context, t *execution.Turn) (*execution.Outc
 	if err != nil {
 		return nil, err
 	}
-	view := session.View{Session: x, Execution: t.Execution.ID, HostPaths: w.HostPaths}
+	view := session.View{Session: x, Execution: t.Execution.ID, HostPaths: w.HostPaths, GitWritable: settings.GitWritable}
 	for _, g := range groups {
 		view.GroupIDs = append(view.GroupIDs, g.ID)
 	}

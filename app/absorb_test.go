@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -102,17 +101,16 @@ func testAbsorbOverHTTP(t *testing.T, cfg app.Config) {
 	}
 }
 
-// TestAbsorbFailureLeavesBothAsTheyWere: a git hook refusing the import
-// commit fails the absorb after its files were copied; both workspaces
-// are as they were and the source stays active.
+// TestAbsorbFailureLeavesBothAsTheyWere: git refusing the import commit
+// (a commit.cleanup only git commit reads; no repository hook runs, so a
+// hook cannot refuse it) fails the absorb after its files were copied;
+// both workspaces are as they were and the source stays active.
 func TestAbsorbFailureLeavesBothAsTheyWere(t *testing.T) {
 	e := apptest.Start(t, app.Config{})
 	target, source, ses := absorbPair(e)
 	tco := checkoutPath(e, target.ID, "")
 	head := gitRepo(t, tco)
-	if err := os.WriteFile(filepath.Join(tco, ".git", "hooks", "pre-commit"), []byte("#!/bin/sh\necho imports need review >&2\nexit 1\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	runGit(t, tco, "config", "commit.cleanup", "bogus")
 	tDir, sDir := filepath.Join(e.Config.Home, "workspaces", target.ID), filepath.Join(e.Config.Home, "workspaces", source.ID)
 	tBefore, sBefore := treeSnapshot(t, tDir), treeSnapshot(t, sDir)
 	url := "/v1/workspaces/" + target.ID + "/absorb?source=" + source.ID
@@ -120,8 +118,8 @@ func TestAbsorbFailureLeavesBothAsTheyWere(t *testing.T) {
 	e.Must(200, "GET", url, nil, &plan)
 	r := e.Admin("POST", url, map[string]any{"digest": plan.Digest,
 		"resolutions": map[string]string{"checkout/plan.md": "source", "checkout/keep.md": "both"}})
-	if r.Status != 409 || !strings.Contains(r.ErrorMessage(), "imports need review") {
-		t.Fatalf("absorb with a failing hook = %d %s", r.Status, r.Body)
+	if r.Status != 409 || !strings.Contains(r.ErrorMessage(), "Invalid cleanup mode bogus") {
+		t.Fatalf("absorb with git refusing the commit = %d %s", r.Status, r.Body)
 	}
 	if got := treeSnapshot(t, tDir); !reflect.DeepEqual(got, tBefore) {
 		t.Fatalf("target changed:\n%v\nwant\n%v", got, tBefore)
@@ -139,8 +137,8 @@ func TestAbsorbFailureLeavesBothAsTheyWere(t *testing.T) {
 	if ce.State != desk.WorkspaceActive || ce.AbsorbedInto != "" || x.Lifecycle != desk.SessionActive {
 		t.Fatalf("source catalog %+v session %s", ce, x.Lifecycle)
 	}
-	// Without the hook the same plan goes through, with an import commit.
-	os.Remove(filepath.Join(tco, ".git", "hooks", "pre-commit"))
+	// Without it the same plan goes through, with an import commit.
+	runGit(t, tco, "config", "--unset", "commit.cleanup")
 	var res desk.AbsorbResult
 	e.Must(200, "POST", url, map[string]any{"digest": plan.Digest,
 		"resolutions": map[string]string{"checkout/plan.md": "source", "checkout/keep.md": "both"}}, &res)

@@ -1,12 +1,10 @@
 package checkout
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -44,27 +42,6 @@ func OpenRepo(dir string) *Repo {
 // Dir is the work tree.
 func (r *Repo) Dir() string { return r.dir }
 
-// gitEnv is the environment git runs in: the caller's, without variables
-// that would point git at another repository or index, with desk's
-// identity and no prompts.
-func gitEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
-			"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
-			"GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE", "GIT_NAMESPACE", "GIT_PREFIX":
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env,
-		"GIT_AUTHOR_NAME="+IdentityName, "GIT_AUTHOR_EMAIL="+IdentityEmail,
-		"GIT_COMMITTER_NAME="+IdentityName, "GIT_COMMITTER_EMAIL="+IdentityEmail,
-		"GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
-}
-
 // GitError is a git command that ran and failed.
 type GitError struct {
 	Args   []string
@@ -76,7 +53,7 @@ func (e *GitError) Error() string {
 	return fmt.Sprintf("git %s: exit %d: %s", strings.Join(e.Args, " "), e.Code, strings.TrimSpace(e.Stderr))
 }
 
-// Refused turns a git failure (a hook that refused the commit) into a
+// Refused turns a git failure (a commit git refused) into a
 // conflict the caller sees with git's own words: "git <cmd> failed in
 // <where> (exit n), so <outcome>: <stderr>". Other errors pass through.
 func Refused(err error, where, outcome string) error {
@@ -91,27 +68,8 @@ func Refused(err error, where, outcome string) error {
 	return err
 }
 
-// run runs git in dir (any directory when dir is "").
-func run(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	// Signing would need a key and an agent desk does not have.
-	full := append([]string{"-c", "core.quotepath=off", "-c", "commit.gpgsign=false"}, args...)
-	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv()
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return out.Bytes(), &GitError{Args: args, Code: ee.ExitCode(), Stderr: errb.String()}
-		}
-		return nil, fmt.Errorf("run git: %w", err)
-	}
-	return out.Bytes(), nil
-}
-
 func (r *Repo) git(ctx context.Context, args ...string) ([]byte, error) {
-	return run(ctx, r.dir, args...)
+	return Git(ctx, r.dir, args...)
 }
 
 func literal(p string) string { return ":(literal)" + p }
@@ -142,7 +100,7 @@ func (r *Repo) Head(ctx context.Context) (string, error) {
 
 // StagedPaths lists the paths whose staged content differs from HEAD.
 func (r *Repo) StagedPaths(ctx context.Context) ([]string, error) {
-	out, err := r.git(ctx, "diff", "--cached", "--name-only", "-z")
+	out, err := r.git(ctx, "diff", "--cached", "--no-ext-diff", "--no-textconv", "--name-only", "-z")
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +146,8 @@ func (r *Repo) Files(ctx context.Context) ([]string, error) {
 // Commit stages exactly paths (additions, changes and deletions) and
 // commits them with message, returning the new commit, or "" when the
 // paths hold no change. The index must have been clean, so the commit
-// holds nothing else. Hooks run: a hook that refuses fails the commit.
+// holds nothing else. The repository's hooks do not run (see Git), nor
+// do its filters: the commit is what desk staged, byte for byte.
 func (r *Repo) Commit(ctx context.Context, paths []string, message string) (string, error) {
 	var add []string
 	for _, p := range paths {
@@ -211,17 +170,15 @@ func (r *Repo) Commit(ctx context.Context, paths []string, message string) (stri
 	// Untracked paths the repository ignores stay out of the commit, as
 	// git add would refuse them.
 	ignored := map[string]bool{}
-	cmd := exec.CommandContext(ctx, "git", "check-ignore", "-z", "--stdin")
-	cmd.Dir, cmd.Env = r.dir, gitEnv()
-	cmd.Stdin = strings.NewReader(strings.Join(add, "\x00") + "\x00")
-	if out, err := cmd.Output(); err == nil {
+	out, err := GitInput(ctx, r.dir, strings.NewReader(strings.Join(add, "\x00")+"\x00"), "check-ignore", "-z", "--stdin")
+	if err == nil {
 		for _, p := range splitZ(out) {
 			ignored[p] = true
 		}
 	} else {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 { // 1: nothing ignored
-			return "", fmt.Errorf("git check-ignore: %w", err)
+		var ge *GitError
+		if !errors.As(err, &ge) || ge.Code != 1 { // 1: nothing ignored
+			return "", err
 		}
 	}
 	args := []string{"add", "-A", "--"}
@@ -307,7 +264,7 @@ func Merge3(ctx context.Context, local, base, incoming []byte) ([]byte, bool, er
 			return nil, false, err
 		}
 	}
-	out, err := run(ctx, dir, "merge-file", "--diff3", "-p",
+	out, err := gitNoRepo(ctx, dir, "merge-file", "--diff3", "-p",
 		"-L", "workspace", "-L", "base", "-L", "template", names[0], names[1], names[2])
 	if err == nil {
 		return out, true, nil

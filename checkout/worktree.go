@@ -112,14 +112,14 @@ func AddWorktree(ctx context.Context, repo, path, name string) error {
 		return err
 	}
 	args := []string{"worktree", "add", path, name}
-	if _, err := run(ctx, repo, "rev-parse", "-q", "--verify", "refs/heads/"+name); err != nil {
+	if _, err := Git(ctx, repo, "rev-parse", "-q", "--verify", "refs/heads/"+name); err != nil {
 		var ge *GitError
 		if !errors.As(err, &ge) {
 			return err
 		}
 		args = []string{"worktree", "add", "-b", name, path}
 	}
-	if _, err := run(ctx, repo, args...); err != nil {
+	if _, err := Git(ctx, repo, args...); err != nil {
 		os.Remove(path) // an empty directory git may have left
 		return Refused(err, "the workspace's checkout", "the worktree "+name+" was not created")
 	}

@@ -45,6 +45,9 @@ type AgentSettingsPatch struct {
 	// ExternalInstructions turns AGENTS.md / CLAUDE.md in the prompt on
 	// or off.
 	ExternalInstructions *bool `json:"external_instructions,omitempty"`
+	// GitWritable lets the agent write /workspace's .git/hooks and
+	// .git/config.
+	GitWritable *bool `json:"git_writable,omitempty"`
 }
 
 // PatchAgentSettings changes a workspace's agent settings (admin). A

@@ -31,8 +31,10 @@ type Mount struct {
 	Guest    string // absolute, clean guest path, e.g. "/artifacts", "/context/grp_01…", "/home/me/proj"
 	Host     string // absolute host directory
 	ReadOnly bool   // no writes anywhere below Guest
-	// ReadOnlyDirs are mount-relative subdirectories (slash separated, e.g. "immutable")
-	// that are read-only even when the mount is writable.
+	// ReadOnlyDirs are mount-relative subdirectories or files (slash
+	// separated, e.g. "immutable", ".git/config") that are read-only even
+	// when the mount is writable; the directories above them cannot be
+	// removed or renamed either.
 	ReadOnlyDirs []string
 	// Pin, when set, is the identity of the directory Host named when it
 	// was declared (a workspace's host paths, which desk does not own).

@@ -285,6 +285,11 @@ func (j *Jail) Writable(guest string) (Resolved, *os.Root, error) {
 		if under(r.Rel, d) {
 			return Resolved{}, nil, roErr(r.Guest, joinGuest(r.Mount.Guest, d))
 		}
+		if under(d, r.Rel) {
+			// Removing or renaming a directory above a read-only one
+			// would take it along, to be written at its new name.
+			return Resolved{}, nil, desk.Errorf(desk.EFORBIDDEN, "%s holds the read-only %s and cannot be replaced, renamed or removed", r.Guest, joinGuest(r.Mount.Guest, d))
+		}
 	}
 	root, err := j.Root(r)
 	if err != nil {
@@ -303,6 +308,11 @@ func (j *Jail) Writable(guest string) (Resolved, *os.Root, error) {
 	}
 	if hit != "" {
 		return Resolved{}, nil, roErr(r.Guest, hit)
+	}
+	for _, d := range r.Mount.ReadOnlyDirs {
+		if under(d, canon) {
+			return Resolved{}, nil, desk.Errorf(desk.EFORBIDDEN, "%s holds the read-only %s and cannot be replaced, renamed or removed", r.Guest, joinGuest(r.Mount.Guest, d))
+		}
 	}
 	return r, root, nil
 }

@@ -352,6 +352,9 @@ func (s *Server) patchAgentSettings(w http.ResponseWriter, r *http.Request) erro
 		// ExternalInstructions turns the checkout's AGENTS.md / CLAUDE.md
 		// in the system prompt on or off.
 		ExternalInstructions *bool `json:"external_instructions"`
+		// GitWritable lets the agent write /workspace's .git/hooks and
+		// .git/config (off by default).
+		GitWritable *bool `json:"git_writable"`
 		// TokenBudget is raw so null (clear) differs from absent.
 		TokenBudget json.RawMessage `json:"token_budget"`
 		Sandbox     *struct {
@@ -388,6 +391,9 @@ func (s *Server) patchAgentSettings(w http.ResponseWriter, r *http.Request) erro
 	}
 	if in.ExternalInstructions != nil {
 		st.ExternalInstructions = *in.ExternalInstructions
+	}
+	if in.GitWritable != nil {
+		st.GitWritable = *in.GitWritable
 	}
 	budget := st.TokenBudget
 	if len(in.TokenBudget) > 0 {

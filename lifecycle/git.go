@@ -1,13 +1,16 @@
 package lifecycle
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/checkout"
 )
 
 // uncommitted lists the uncommitted paths of a checkout that is a git
@@ -19,25 +22,23 @@ func uncommitted(ctx context.Context, dir string) (isGit bool, paths []string, g
 	if _, err := os.Lstat(filepath.Join(dir, ".git")); err != nil {
 		return false, nil, ""
 	}
-	git, err := exec.LookPath("git")
-	if err != nil {
+	if _, err := exec.LookPath("git"); err != nil {
 		return true, nil, "git is not installed"
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	// The checkout's own config must not make status run a program.
-	cmd := exec.CommandContext(ctx, git, "-c", "core.fsmonitor=false", "-C", dir, "status", "--porcelain=v1", "-z", "--untracked-files=all")
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
+	// checkout.Git runs nothing the checkout names (hooks, fsmonitor,
+	// filters) and refuses a .git that leads elsewhere; a refusal is
+	// reported like any git failure, so offboarding still completes.
+	out, err := checkout.Git(ctx, dir, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=all")
+	if err != nil {
+		var ge *checkout.GitError
+		if errors.As(err, &ge) && strings.TrimSpace(ge.Stderr) != "" {
+			return true, nil, strings.TrimSpace(ge.Stderr)
 		}
-		return true, nil, msg
+		return true, nil, desk.ErrorMessage(err)
 	}
-	recs := strings.Split(out.String(), "\x00")
+	recs := strings.Split(string(out), "\x00")
 	for i := 0; i < len(recs); i++ {
 		r := recs[i]
 		if len(r) < 4 {

@@ -502,11 +502,11 @@ func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w
 			return nil, fmt.Errorf("runtime state directory: %w", err)
 		}
 	}
-	fm := session.Mounts(h.o.Home, session.View{Session: x, HostPaths: w.HostPaths})
+	fm := session.Mounts(h.o.Home, session.View{Session: x, HostPaths: w.HostPaths, GitWritable: st.GitWritable})
 	// A session bound to a git worktree also needs the checkout's .git at
 	// its host path for git to work in /workspace (as commands get it);
 	// the fs/* client's jail keeps to the guest mounts.
-	mounts, err := sandbox.FromJail(append(append([]fsjail.Mount{}, fm...), session.GitMounts(h.o.Home, x)...))
+	mounts, err := sandbox.FromJail(append(append([]fsjail.Mount{}, fm...), session.GitMounts(h.o.Home, x, st.GitWritable)...))
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/desk-runtime/desk"
@@ -21,6 +22,26 @@ type View struct {
 	// HostPaths are the workspace's declared host directories, mounted at
 	// their own path, read-only unless declared "rw" (Wesclaw HostPaths).
 	HostPaths []desk.HostPath
+	// GitWritable is the workspace's git_writable setting: without it,
+	// the hooks and config of /workspace's repository are read-only
+	// (GitReadOnly).
+	GitWritable bool
+}
+
+// GitReadOnly are the entries of a git directory the agent may not write
+// unless its workspace sets git_writable: what would name programs for
+// git to run (hooks, and the config that names filters, drivers,
+// fsmonitor, hooksPath). Host-side git runs none of them anyway
+// (checkout.Git); this keeps a repository the agent works in free of
+// them for the people and tools that use it later. The config is listed
+// only when it exists as a regular file (a missing one cannot be bound);
+// hooks is created when missing.
+func GitReadOnly(gitDir string) []string {
+	ro := []string{"hooks"}
+	if fi, err := os.Lstat(filepath.Join(gitDir, "config")); err == nil && fi.Mode().IsRegular() {
+		ro = append(ro, "config")
+	}
+	return ro
 }
 
 // Mounts returns the guest mounts of a view (DESIGN "What an agent sees").
@@ -32,6 +53,13 @@ func Mounts(home layout.Home, v View) []fsjail.Mount {
 	m := []fsjail.Mount{
 		{Guest: "/artifacts", Host: home.Abs(ws, layout.SessionRel(x.Actor, x.ID)), ReadOnlyDirs: []string{ImmutableDir}},
 		{Guest: "/workspace", Host: WorkspaceDir(home, x)},
+	}
+	// The carve-out needs a .git directory there at the time (a worktree's
+	// .git is a file; its git directory is GitMounts').
+	if fi, err := os.Lstat(filepath.Join(m[1].Host, ".git")); err == nil && fi.IsDir() && !v.GitWritable {
+		for _, d := range GitReadOnly(filepath.Join(m[1].Host, ".git")) {
+			m[1].ReadOnlyDirs = append(m[1].ReadOnlyDirs, ".git/"+d)
+		}
 	}
 	for _, g := range v.GroupIDs {
 		m = append(m, fsjail.Mount{Guest: "/context/" + g, Host: home.Abs(ws, layout.GroupRel(g)), ReadOnly: true})
@@ -108,7 +136,11 @@ func (s *sessions) jail(ctx context.Context, sessionID string) (*fsjail.Jail, er
 	if err != nil {
 		return nil, err
 	}
-	v := View{Session: x, HostPaths: w.HostPaths}
+	st, err := s.store.GetAgentSettings(ctx, x.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	v := View{Session: x, HostPaths: w.HostPaths, GitWritable: st.GitWritable}
 	for _, g := range groups {
 		v.GroupIDs = append(v.GroupIDs, g.ID)
 	}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 
 	"github.com/desk-runtime/desk"
@@ -32,8 +33,9 @@ func WorkspaceDir(home layout.Home, x *desk.Session) string {
 // names its git directory by host path (inside the checkout's .git), so
 // the checkout's .git is mounted at that same path. Nothing else of the
 // checkout is. Empty for a session on the checkout itself, whose .git is
-// inside /workspace.
-func GitMounts(home layout.Home, x *desk.Session) []fsjail.Mount {
+// inside /workspace. Unless gitWritable (the workspace's git_writable),
+// its hooks and config are read-only (GitReadOnly).
+func GitMounts(home layout.Home, x *desk.Session, gitWritable bool) []fsjail.Mount {
 	if x == nil || x.Worktree == "" {
 		return nil
 	}
@@ -41,8 +43,25 @@ func GitMounts(home layout.Home, x *desk.Session) []fsjail.Mount {
 	if !ok {
 		return nil
 	}
-	common := checkout.CommonDir(g)
-	return []fsjail.Mount{{Guest: filepath.ToSlash(common), Host: common}}
+	// The .git file is the agent's to write: it may name any directory.
+	// Only the checkout's own .git is ever mounted, and only at the path
+	// the file names when that path is it (as git wrote it, or after
+	// symbolic links); anything else gets no mount, and git in
+	// /workspace fails in the sandbox, where it harms nothing.
+	common := filepath.Clean(checkout.CommonDir(g))
+	want := filepath.Join(home.Abs(x.WorkspaceID, layout.CheckoutDir), ".git")
+	if fi, err := os.Lstat(want); err != nil || !fi.IsDir() {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(want)
+	if err != nil || (common != want && common != real) {
+		return nil
+	}
+	m := fsjail.Mount{Guest: filepath.ToSlash(common), Host: want}
+	if !gitWritable {
+		m.ReadOnlyDirs = GitReadOnly(common)
+	}
+	return []fsjail.Mount{m}
 }
 
 // withGit fills in what the session's /workspace has checked out.

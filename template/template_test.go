@@ -469,7 +469,7 @@ func TestApplyCommitsInGit(t *testing.T) {
 	}
 }
 
-func TestFailingGitHookLeavesWorkspaceAsItWas(t *testing.T) {
+func TestGitRefusingTheCommitLeavesWorkspaceAsItWas(t *testing.T) {
 	e := newEnv(t)
 	e.twoVersions()
 	w, _ := e.svc.CreateWorkspace(e.ctx, desk.WorkspaceCreate{Name: "proj"}, "basic@1")
@@ -478,16 +478,16 @@ func TestFailingGitHookLeavesWorkspaceAsItWas(t *testing.T) {
 	git(t, dir, "init", "-q")
 	git(t, dir, "add", "-A")
 	git(t, dir, "commit", "-q", "-m", "init")
-	hook := filepath.Join(dir, ".git", "hooks", "pre-commit")
-	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho refused by policy >&2\nexit 1\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// A config value only git commit reads: the upgrade's files are
+	// written and staged when git refuses. (A refusing hook no longer
+	// does this: no repository hook runs.)
+	git(t, dir, "config", "commit.cleanup", "bogus")
 	head := git(t, dir, "rev-parse", "HEAD")
 	before := e.snapshot(w.ID)
 	plan, _ := e.svc.Plan(e.ctx, w.ID, "2")
 	_, err := e.svc.Apply(e.ctx, w.ID, "2", desk.UpgradeApply{Digest: plan.Digest, Resolutions: map[string]string{"AGENTS.md": "template"}})
-	if !desk.IsCode(err, desk.ECONFLICT) || !strings.Contains(err.Error(), "refused by policy") {
-		t.Fatalf("apply with a failing hook: %v", err)
+	if !desk.IsCode(err, desk.ECONFLICT) || !strings.Contains(err.Error(), "Invalid cleanup mode bogus") {
+		t.Fatalf("apply with git refusing the commit: %v", err)
 	}
 	if git(t, dir, "rev-parse", "HEAD") != head || git(t, dir, "diff", "--cached", "--name-only") != "" {
 		t.Fatal("git state changed")

@@ -661,7 +661,11 @@ func openLaunchFDs(p *plan, installs []Mount, userns bool) (*launchFDs, error) {
 	l.startedR, l.infoR = startedR, infoR
 	l.extra = append([]*os.File{startedW, infoW}, ids...)
 	for _, m := range p.mounts {
-		f, err := fsjail.OpenDir(fsjail.Mount{Guest: m.Guest, Host: m.Host, Pin: m.Pin})
+		open := fsjail.OpenDir
+		if m.file {
+			open = openFileMount
+		}
+		f, err := open(fsjail.Mount{Guest: m.Guest, Host: m.Host, Pin: m.Pin})
 		if err != nil {
 			return fail(err)
 		}

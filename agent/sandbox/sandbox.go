@@ -101,6 +101,8 @@ type Mount struct {
 	// Host is still that directory (fsjail.OpenDir), else the run fails
 	// with the *fsjail.SwappedError and nothing runs.
 	Pin *fsjail.FileID
+
+	file bool // Host is a regular file (prepare decides; read-only only)
 }
 
 // Spec is one command to run.
@@ -196,13 +198,22 @@ type Denied struct {
 func (d *Denied) Error() string { return "sandbox denied: " + d.Reason }
 
 // FromJail converts the guest mounts of a session (session.Mounts) into
-// sandbox mounts: each fsjail mount, then each read-only subdirectory of a
-// writable mount (/artifacts/immutable) as a read-only mount over it.
+// sandbox mounts: each fsjail mount, then each read-only subdirectory or
+// file of a writable mount (/artifacts/immutable, /workspace/.git/hooks,
+// /workspace/.git/config) as a read-only mount over it.
 //
 // A read-only subdirectory that does not exist yet is created (empty, mode
 // 0755, through the mount's os.Root so a planted symbolic link cannot
 // redirect it): without it, a command could create the directory itself
-// and write into what the rest of desk treats as immutable.
+// and write into what the rest of desk treats as immutable. A read-only
+// file must exist (session.Mounts names only files that do).
+//
+// The directories between the mount and a read-only entry (/workspace/.git)
+// are bound onto themselves, writable, first: a mount point cannot be
+// renamed or removed, so a command cannot move the read-only entries
+// away with their directory and put writable ones in its place. Every
+// such mount is pinned to the directory or file found here, through the
+// mount's os.Root, so a link swapped in later is refused at launch.
 func FromJail(ms []fsjail.Mount) ([]Mount, error) {
 	out := make([]Mount, 0, len(ms))
 	var sub []Mount
@@ -211,17 +222,68 @@ func FromJail(ms []fsjail.Mount) ([]Mount, error) {
 		if m.ReadOnly {
 			continue
 		}
+		above := map[string]bool{}
 		for _, d := range m.ReadOnlyDirs {
-			if err := ensureDir(m.Host, d); err != nil {
-				return nil, desk.Errorf(desk.EUNAVAILABLE, "mount %s: cannot prepare read-only directory %s: %s", m.Guest, d, errText(err))
+			pins, err := prepareReadOnly(m.Host, d)
+			if err != nil {
+				return nil, desk.Errorf(desk.EUNAVAILABLE, "mount %s: cannot prepare read-only %s: %s", m.Guest, d, errText(err))
 			}
-			sub = append(sub, Mount{
-				Guest: path.Join(m.Guest, d),
-				Host:  filepath.Join(m.Host, filepath.FromSlash(d)),
-			})
+			for _, pe := range pins {
+				if pe.rel != d && above[pe.rel] {
+					continue
+				}
+				above[pe.rel] = true
+				sub = append(sub, Mount{
+					Guest:    path.Join(m.Guest, pe.rel),
+					Host:     filepath.Join(m.Host, filepath.FromSlash(pe.rel)),
+					Writable: pe.rel != d,
+					Pin:      &pe.id,
+				})
+			}
 		}
 	}
 	return append(out, sub...), nil
+}
+
+type pinned struct {
+	rel string
+	id  fsjail.FileID
+}
+
+// prepareReadOnly makes the read-only entry rel of host ready to bind:
+// it creates a missing directory (ensureDir) and returns the identity of
+// each directory above rel (outermost first) and of rel itself. Every one
+// must be a real directory, but rel may be a regular file.
+func prepareReadOnly(host, rel string) ([]pinned, error) {
+	r, err := os.OpenRoot(host)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	fi, err := r.Lstat(rel)
+	if err != nil || !fi.Mode().IsRegular() {
+		if err := ensureDir(host, rel); err != nil {
+			return nil, err
+		}
+	}
+	var out []pinned
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		p := strings.Join(parts[:i+1], "/")
+		fi, err := r.Lstat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !fi.IsDir() && !(p == rel && fi.Mode().IsRegular()) {
+			return nil, fmt.Errorf("%s is not a directory", p)
+		}
+		id, ok := fsjail.IdentityOf(fi)
+		if !ok {
+			return nil, fmt.Errorf("%s has no identity to pin", p)
+		}
+		out = append(out, pinned{rel: p, id: id})
+	}
+	return out, nil
 }
 
 func ensureDir(host, rel string) error {
@@ -330,10 +392,17 @@ func prepare(s Spec, direct bool) (*plan, error) {
 			}
 			return nil, desk.Errorf(desk.EINVALID, "mount %s: its host directory cannot be used: %s", g, errText(err))
 		}
+		file := false
 		if !fi.IsDir() {
-			return nil, desk.Errorf(desk.EINVALID, "mount %s: its host path is not a directory", g)
+			// A read-only file over a file of a writable mount
+			// (/workspace/.git/config, see FromJail).
+			lfi, err := os.Lstat(h)
+			if m.Writable || err != nil || !lfi.Mode().IsRegular() {
+				return nil, desk.Errorf(desk.EINVALID, "mount %s: its host path is not a directory (only a read-only mount may be a regular file)", g)
+			}
+			file = true
 		}
-		p.mounts = append(p.mounts, Mount{Guest: g, Host: h, Writable: m.Writable, Pin: m.Pin})
+		p.mounts = append(p.mounts, Mount{Guest: g, Host: h, Writable: m.Writable, Pin: m.Pin, file: file})
 	}
 	if err := checkNesting(p.mounts); err != nil {
 		return nil, err
@@ -379,12 +448,12 @@ func checkNesting(ms []Mount) error {
 			}
 			if a.Writable && b.Host != a.Host && withinHost(b.Host, a.Host) {
 				rel, _ := filepath.Rel(a.Host, b.Host)
-				if err := realDirs(a.Host, filepath.ToSlash(rel)); err != nil {
+				if err := realDirs(a.Host, filepath.ToSlash(rel), b.file); err != nil {
 					return desk.Errorf(desk.EINVALID, "mount %s: its host directory is reached through mount %s: %s", b.Guest, a.Guest, err)
 				}
 			}
 			if j < i && b.Guest != a.Guest && within(b.Guest, a.Guest) {
-				if err := realDirs(a.Host, relGuest(a.Guest, b.Guest)); err != nil {
+				if err := realDirs(a.Host, relGuest(a.Guest, b.Guest), b.file); err != nil {
 					return desk.Errorf(desk.EINVALID, "mount %s: its mount point inside mount %s: %s", b.Guest, a.Guest, err)
 				}
 			}
@@ -394,13 +463,16 @@ func checkNesting(ms []Mount) error {
 }
 
 // realDirs checks that every component of rel (slash separated) below host
-// is a directory and not a symbolic link.
-func realDirs(host, rel string) error {
+// is a directory and not a symbolic link; with file, the last one is a
+// regular file.
+func realDirs(host, rel string, file bool) error {
 	cur := host
-	for _, part := range strings.Split(rel, "/") {
+	parts := strings.Split(rel, "/")
+	for i, part := range parts {
 		cur = filepath.Join(cur, part)
 		fi, err := os.Lstat(cur)
 		switch {
+		case file && i == len(parts)-1 && err == nil && fi.Mode().IsRegular():
 		case os.IsNotExist(err):
 			return fmt.Errorf("%s does not exist", part)
 		case err != nil:

@@ -122,7 +122,7 @@ func prepareCommand(env *Env, command, guestCwd string, timeout time.Duration) (
 	}
 	// A session bound to a worktree also gets its checkout's .git, where
 	// the worktree's git directory is (session.GitMounts).
-	mounts, err := sandbox.FromJail(append(env.Jail.Mounts(), session.GitMounts(env.Home, env.Session)...))
+	mounts, err := sandbox.FromJail(append(env.Jail.Mounts(), session.GitMounts(env.Home, env.Session, env.Settings != nil && env.Settings.GitWritable)...))
 	if err != nil {
 		return nil, nil, err
 	}

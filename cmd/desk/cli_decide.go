@@ -374,9 +374,9 @@ func backticked(s string) string { return "`" + strings.ReplaceAll(s, "\n", " ")
 // approval mode of gated calls and whether questions block.
 func agentSettingsCmd(g *globals) *cobra.Command {
 	var mode string
-	var network, blocking bool
+	var network, blocking, gitWritable bool
 	cmd := &cobra.Command{
-		Use:   "agent WS [--approval-mode user|auto-review|full-access] [--blocking-input=true|false] [--network=true|false]",
+		Use:   "agent WS [--approval-mode user|auto-review|full-access] [--blocking-input=true|false] [--network=true|false] [--git-writable=true|false]",
 		Short: "Show or change the workspace's agent settings: approval mode, blocking questions, network (admin to change)",
 		Long: `Show a workspace's agent settings, or change the ones given (admin token).
 --approval-mode user (the default) makes exec_command and writes to
@@ -384,7 +384,8 @@ func agentSettingsCmd(g *globals) *cobra.Command {
 full-access runs commands on the host with no gate and no sandbox.
 --blocking-input makes request_user_input wait (up to 5 minutes) for desk
 answer instead of going on with the defaults. --network lets commands reach
-the network.`,
+the network. --git-writable lets the agent write /workspace's .git/hooks and
+.git/config (read-only to it by default).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			var p client.AgentSettingsPatch
@@ -396,6 +397,9 @@ the network.`,
 			}
 			if cmd.Flags().Changed("network") {
 				p.Network = &network
+			}
+			if cmd.Flags().Changed("git-writable") {
+				p.GitWritable = &gitWritable
 			}
 			c, err := g.client()
 			if err != nil {
@@ -416,12 +420,13 @@ the network.`,
 					budget = fmt.Sprint(st.TokenBudget)
 				}
 				fields(w, "approval mode", st.ApprovalMode, "blocking input", yesNo(st.BlockingInput),
-					"network", yesNo(st.Network), "token budget", budget)
+					"network", yesNo(st.Network), "token budget", budget, "git writable", yesNo(st.GitWritable))
 			})
 		},
 	}
 	cmd.Flags().StringVar(&mode, "approval-mode", "", "user, auto-review or full-access")
 	cmd.Flags().BoolVar(&blocking, "blocking-input", false, "questions wait for an answer")
 	cmd.Flags().BoolVar(&network, "network", false, "commands may reach the network")
+	cmd.Flags().BoolVar(&gitWritable, "git-writable", false, "the agent may write /workspace's .git/hooks and .git/config")
 	return cmd
 }

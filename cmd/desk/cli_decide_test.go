@@ -154,8 +154,15 @@ func (d *binDesk) workspace(name string, blocking bool) string {
 		if !st.BlockingInput || st.ApprovalMode != desk.ApprovalModeUser {
 			d.t.Fatalf("workspace agent --blocking-input: %+v", st)
 		}
-		if out := d.ok("workspace", "agent", ws.ID); !strings.Contains(out, "blocking input: yes") || !regexp.MustCompile(`approval mode: +user`).MatchString(out) {
+		if out := d.ok("workspace", "agent", ws.ID); !strings.Contains(out, "blocking input: yes") || !regexp.MustCompile(`approval mode: +user`).MatchString(out) || !regexp.MustCompile(`git writable: +no`).MatchString(out) {
 			d.t.Fatalf("workspace agent:\n%s", out)
+		}
+		// The .git carve-out's opt-in, on and off again.
+		for _, on := range []bool{true, false} {
+			d.json(&st, "workspace", "agent", ws.ID, fmt.Sprintf("--git-writable=%v", on))
+			if st.GitWritable != on || !st.BlockingInput {
+				d.t.Fatalf("workspace agent --git-writable=%v: %+v", on, st)
+			}
 		}
 	}
 	return ws.ID

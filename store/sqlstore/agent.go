@@ -555,8 +555,8 @@ func (s *DB) EndTitleJob(ctx context.Context, sessionID string) error {
 func (s *DB) GetAgentSettings(ctx context.Context, workspaceID string) (*desk.AgentSettings, error) {
 	var a desk.AgentSettings
 	var limits string
-	err := s.queryRow(ctx, s.db, `SELECT approval_mode, network, blocking_input, token_budget, external_instructions, sandbox_limits FROM workspaces WHERE id = ?`, workspaceID).
-		Scan(&a.ApprovalMode, &a.Network, &a.BlockingInput, &a.TokenBudget, &a.ExternalInstructions, &limits)
+	err := s.queryRow(ctx, s.db, `SELECT approval_mode, network, blocking_input, token_budget, external_instructions, sandbox_limits, git_writable FROM workspaces WHERE id = ?`, workspaceID).
+		Scan(&a.ApprovalMode, &a.Network, &a.BlockingInput, &a.TokenBudget, &a.ExternalInstructions, &limits, &a.GitWritable)
 	if err != nil {
 		return nil, notFound(err, "workspace", workspaceID)
 	}
@@ -582,8 +582,8 @@ func (s *DB) SetAgentSettings(ctx context.Context, workspaceID string, a *desk.A
 		if err := s.queryRow(ctx, tx, `SELECT token_budget FROM workspaces WHERE id = ?`+s.d.ForUpdate, workspaceID).Scan(&old); err != nil {
 			return notFound(err, "workspace", workspaceID)
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE workspaces SET approval_mode = ?, network = ?, blocking_input = ?, token_budget = ?, external_instructions = ?, sandbox_limits = ? WHERE id = ?`,
-			a.ApprovalMode, a.Network, a.BlockingInput, a.TokenBudget, a.ExternalInstructions, string(limits), workspaceID); err != nil {
+		if _, err := s.exec(ctx, tx, `UPDATE workspaces SET approval_mode = ?, network = ?, blocking_input = ?, token_budget = ?, external_instructions = ?, sandbox_limits = ?, git_writable = ? WHERE id = ?`,
+			a.ApprovalMode, a.Network, a.BlockingInput, a.TokenBudget, a.ExternalInstructions, string(limits), a.GitWritable, workspaceID); err != nil {
 			return err
 		}
 		if old == a.TokenBudget {
