@@ -6,7 +6,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -15,9 +18,13 @@ import (
 // maxSweepPaths bounds SetidSweep.Paths.
 const maxSweepPaths = 10
 
-// maxSweepDepth bounds how deep a sweep descends: each level holds one
-// open directory. Deeper directories are counted in Skipped.
+// maxSweepDepth bounds how deep a sweep descends: each level of a walk
+// holds one open directory. Deeper directories are counted in Skipped.
 const maxSweepDepth = 4096
+
+// sweepQueue bounds the directories opened and waiting for a worker;
+// past it a worker walks the directory it found itself.
+const sweepQueue = 256
 
 // SweepSetid clears the setuid and setgid bits of every regular file below
 // the roots (desk's home at startup: a file a crashed run left never had
@@ -34,33 +41,76 @@ const maxSweepDepth = 4096
 // opened by granting desk read and search on it for the walk, then given
 // its mode back. Directories keep their setgid bit (it only sets the group
 // of new files, and the filter does not let a sandbox set it). A root that
-// does not exist is no error.
+// does not exist is no error. Directories are walked by a few goroutines
+// at once: the cost is one fstatat per file, and system calls run in
+// parallel.
 func SweepSetid(roots ...string) (SetidSweep, error) {
 	start := time.Now()
 	w := &setidWalker{}
-	for _, root := range roots {
-		w.root(root, true)
-	}
-	w.res.Elapsed = time.Since(start)
-	return w.res, w.err
+	w.run(roots, true)
+	res := w.result()
+	res.Elapsed = time.Since(start)
+	return res, w.err
 }
 
 // stripSetid is the post-run strip: SweepSetid over a finished command's
 // (or runtime child's) writable mounts, whose host directories are never
 // links (the launch opened them with O_NOFOLLOW).
 func stripSetid(ms []Mount) error {
-	w := &setidWalker{}
+	var roots []string
 	for _, m := range ms {
 		if m.Writable {
-			w.root(m.Host, false)
+			roots = append(roots, m.Host)
 		}
 	}
+	w := &setidWalker{}
+	w.run(roots, false)
 	return w.err
 }
 
 type setidWalker struct {
-	res SetidSweep
-	err error // the first file whose bits could not be cleared
+	entries, cleared, skipped atomic.Int64
+
+	mu    sync.Mutex
+	paths []string
+	err   error // the first file whose bits could not be cleared
+
+	queue   chan setidTask
+	pending sync.WaitGroup // tasks sent and not yet walked
+}
+
+// setidTask is an open directory waiting for a worker.
+type setidTask struct {
+	fd    int
+	path  string
+	depth int
+}
+
+func (w *setidWalker) result() SetidSweep {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return SetidSweep{Entries: w.entries.Load(), Cleared: w.cleared.Load(), Paths: w.paths, Skipped: w.skipped.Load()}
+}
+
+// run walks the roots, on this goroutine and a few workers, and returns
+// when every directory was walked.
+func (w *setidWalker) run(roots []string, follow bool) {
+	w.queue = make(chan setidTask, sweepQueue)
+	var workers sync.WaitGroup
+	for range min(8, max(2, 2*runtime.GOMAXPROCS(0))) {
+		workers.Go(func() {
+			for t := range w.queue {
+				w.dir(t.fd, t.path, t.depth)
+				w.pending.Done()
+			}
+		})
+	}
+	for _, root := range roots {
+		w.root(root, follow)
+	}
+	w.pending.Wait()
+	close(w.queue)
+	workers.Wait()
 }
 
 func (w *setidWalker) root(root string, follow bool) {
@@ -71,7 +121,7 @@ func (w *setidWalker) root(root string, follow bool) {
 	fd, err := unix.Open(root, flags, 0)
 	if err != nil {
 		if !errors.Is(err, unix.ENOENT) {
-			w.res.Skipped++
+			w.skipped.Add(1)
 		}
 		return
 	}
@@ -90,7 +140,7 @@ func (w *setidWalker) dir(fd int, name string, depth int) {
 		}
 		if err != nil {
 			if err != io.EOF {
-				w.res.Skipped++
+				w.skipped.Add(1)
 			}
 			return
 		}
@@ -98,12 +148,12 @@ func (w *setidWalker) dir(fd int, name string, depth int) {
 }
 
 func (w *setidWalker) entry(dirfd int, dirName string, e fs.DirEntry, depth int) {
-	w.res.Entries++
+	w.entries.Add(1)
 	name := e.Name()
 	switch t := e.Type(); {
 	case t.IsDir():
 		if depth+1 >= maxSweepDepth {
-			w.res.Skipped++
+			w.skipped.Add(1)
 			return
 		}
 		w.subdir(dirfd, dirName+"/"+name, name, depth+1)
@@ -126,37 +176,45 @@ func (w *setidWalker) subdir(dirfd int, path, name string, depth int) {
 	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	fd, err := unix.Openat(dirfd, name, flags, 0)
 	if err == nil {
-		w.dir(fd, path, depth)
+		// To a worker, or walked here when they all have enough to do.
+		w.pending.Add(1)
+		select {
+		case w.queue <- setidTask{fd, path, depth}:
+		default:
+			w.pending.Done()
+			w.dir(fd, path, depth)
+		}
 		return
 	}
 	if !errors.Is(err, unix.EACCES) {
 		if !errors.Is(err, unix.ENOENT) {
-			w.res.Skipped++
+			w.skipped.Add(1)
 		}
 		return
 	}
 	pfd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		w.res.Skipped++
+		w.skipped.Add(1)
 		return
 	}
 	defer unix.Close(pfd)
 	var st unix.Stat_t
 	if err := unix.Fstat(pfd, &st); err != nil || int(st.Uid) != os.Geteuid() {
-		w.res.Skipped++
+		w.skipped.Add(1)
 		return
 	}
 	mode := st.Mode & 0o7777
 	if err := chmodFD(pfd, mode|unix.S_IRUSR|unix.S_IXUSR); err != nil {
-		w.res.Skipped++
+		w.skipped.Add(1)
 		return
 	}
 	defer chmodFD(pfd, mode)
 	// Reopen through the O_PATH descriptor: the same directory, whatever
-	// happened to the name since.
+	// happened to the name since. Walked here, not by a worker: its mode
+	// is given back once the walk is done.
 	fd, err = unix.Openat(pfd, ".", flags, 0)
 	if err != nil {
-		w.res.Skipped++
+		w.skipped.Add(1)
 		return
 	}
 	w.dir(fd, path, depth)
@@ -178,15 +236,18 @@ func (w *setidWalker) clear(dirfd int, path, name string, st *unix.Stat_t) {
 	if now.Mode&setidBits == 0 {
 		return
 	}
-	if err := chmodFD(fd, now.Mode&0o7777&^setidBits); err != nil {
+	err = chmodFD(fd, now.Mode&0o7777&^setidBits)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
 		if w.err == nil {
 			w.err = fmt.Errorf("sandbox: clear the setuid/setgid bits of %s: %w", path, err)
 		}
 		return
 	}
-	w.res.Cleared++
-	if len(w.res.Paths) < maxSweepPaths {
-		w.res.Paths = append(w.res.Paths, path)
+	w.cleared.Add(1)
+	if len(w.paths) < maxSweepPaths {
+		w.paths = append(w.paths, path)
 	}
 }
 
