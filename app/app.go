@@ -221,6 +221,9 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("create home %s: %w", cfg.Home, err)
 	}
+	// Before anything runs: no file a sandbox made keeps a setuid or
+	// setgid bit across a crash (see sweepSetid).
+	sweepSetid(cfg.Logger.With("component", "sandbox"), home)
 	token, err := adminToken(home, cfg.AdminToken)
 	if err != nil {
 		return nil, err

@@ -188,9 +188,10 @@ const (
 	fdGroup    = 6
 	fdHosts    = 7
 	fdNsswitch = 8
+	fdSeccomp  = 9 // --seccomp: the compiled filter (seccomp_linux.go)
 	// fdMounts is the first guest mount's directory (--bind-fd); mount i
 	// of the plan is fdMounts+i.
-	fdMounts = 9
+	fdMounts = 10
 )
 
 // startWrapper runs as the sandbox's command: it reports through fd 3 that
@@ -394,6 +395,9 @@ func pidNamespace(pid int) (uint64, bool) {
 //     /artifacts/immutable.
 //   - --hostname, --info-fd 4 (the child pid, for the process-tree kill;
 //     --info-fd rather than --json-status-fd, which older bwrap lacks).
+//   - --seccomp 9: the filter of seccomp_linux.go (no setuid or setgid
+//     bit on any file the command makes), applied by bwrap just before
+//     it runs the command, with no_new_privs.
 //   - The system, read-only: /usr, and /bin, /sbin, /lib* as the host has
 //     them (symbolic links on merged-/usr systems are recreated as links).
 //     Nothing else of the host: no /home, /root, /var, /opt, /srv, /mnt,
@@ -420,7 +424,7 @@ func bwrapArgs(p *plan, userns bool, extra []string) []string {
 	if p.network {
 		a = append(a, "--share-net")
 	}
-	a = append(a, "--cap-drop", "ALL", "--hostname", sandboxHostname, "--info-fd", strconv.Itoa(fdInfo))
+	a = append(a, "--cap-drop", "ALL", "--hostname", sandboxHostname, "--info-fd", strconv.Itoa(fdInfo), "--seccomp", strconv.Itoa(fdSeccomp))
 	a = append(a, systemArgs()...)
 	a = append(a, "--proc", "/proc", "--dev", "/dev", "--size", strconv.FormatInt(p.limits.TmpBytes, 10), "--tmpfs", "/tmp")
 	a = append(a, etcArgs(p.network)...)
@@ -616,7 +620,7 @@ func inSystemDir(g string) bool {
 }
 
 // launchFDs are the descriptors a bwrap launch hands its child, opened
-// in desk: the start and info pipes, the identity files, one descriptor
+// in desk: the start and info pipes, the identity files, the seccomp filter, one descriptor
 // per guest mount and then one per install path, in the order bwrapArgs
 // and spawnArgs number them (fdMounts+i is mount i of all).
 type launchFDs struct {
@@ -658,8 +662,12 @@ func openLaunchFDs(p *plan, installs []Mount, userns bool) (*launchFDs, error) {
 	if err != nil {
 		return fail(fmt.Errorf("sandbox: pipe: %w", err))
 	}
+	filter, err := seccompPipe(pipe)
+	if err != nil {
+		return fail(fmt.Errorf("sandbox: seccomp filter: %w", err))
+	}
 	l.startedR, l.infoR = startedR, infoR
-	l.extra = append([]*os.File{startedW, infoW}, ids...)
+	l.extra = append(append([]*os.File{startedW, infoW}, ids...), filter)
 	for _, m := range p.mounts {
 		open := fsjail.OpenDir
 		if m.file {

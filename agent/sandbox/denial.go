@@ -1,10 +1,7 @@
 package sandbox
 
 import (
-	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -151,38 +148,4 @@ func writableGuest(ms []Mount, g string) bool {
 	}
 	i := effectiveMount(ms, g)
 	return i >= 0 && ms[i].Writable
-}
-
-// stripSetid clears the setuid and setgid bits of every file a command
-// left in the writable mounts: the sandbox mounts them nosuid, but on the
-// host such a file would run with desk's identity for anyone who can run
-// it. Directories keep setgid (it only sets the group of new files).
-func stripSetid(ms []Mount) error {
-	for _, m := range ms {
-		if !m.Writable {
-			continue
-		}
-		err := filepath.WalkDir(m.Host, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil // vanished or unreadable: nothing to strip
-			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			fi, err := d.Info()
-			if err != nil {
-				return nil
-			}
-			if mode := fi.Mode(); mode&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
-				if err := os.Chmod(p, mode.Perm()); err != nil && !os.IsNotExist(err) {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

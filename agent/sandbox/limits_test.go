@@ -127,16 +127,28 @@ func TestUnprivilegedAndNoSetid(t *testing.T) {
 		t.Skip("this bwrap runs without a user namespace")
 	}
 	h := newHome(t)
-	res := run(t, b, h.spec(`id -u; echo x > /workspace/made; cp /bin/true /workspace/suid; chmod 6755 /workspace/suid`))
-	if strings.TrimSpace(res.Stdout) != "1000" || res.ExitCode != 0 {
-		t.Fatalf("uid %q exit %d stderr %q", res.Stdout, res.ExitCode, res.Stderr)
-	}
-	fi, err := os.Stat(filepath.Join(h.workspace, "suid"))
-	if err != nil {
+	// A setuid file already in the mount (left before the seccomp filter
+	// existed) is cleared by the post-run strip, the second line.
+	planted := filepath.Join(h.workspace, "planted")
+	write(t, planted, "x\n")
+	if err := os.Chmod(planted, 0o755|os.ModeSetuid); err != nil {
 		t.Fatal(err)
 	}
-	if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
-		t.Errorf("mode %v keeps setuid/setgid", fi.Mode())
+	res := run(t, b, h.spec(`id -u; echo x > /workspace/made; cp /bin/true /workspace/suid; chmod 6755 /workspace/suid; echo $?`))
+	if strings.Fields(res.Stdout)[0] != "1000" || res.ExitCode != 0 {
+		t.Fatalf("uid %q exit %d stderr %q", res.Stdout, res.ExitCode, res.Stderr)
+	}
+	if strings.Fields(res.Stdout)[1] != "1" {
+		t.Errorf("chmod 6755 answered %q, stderr %q; want it refused", res.Stdout, res.Stderr)
+	}
+	for _, name := range []string{"suid", "planted"} {
+		fi, err := os.Stat(filepath.Join(h.workspace, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+			t.Errorf("%s: mode %v keeps setuid/setgid", name, fi.Mode())
+		}
 	}
 	// desk can rewrite what the command wrote.
 	if err := os.WriteFile(filepath.Join(h.workspace, "made"), []byte("y"), 0o644); err != nil {

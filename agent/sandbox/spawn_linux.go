@@ -247,7 +247,7 @@ func spawnArgs(p *plan, installs []Mount, userns bool, argv []string) []string {
 	if p.network {
 		a = append(a, "--share-net")
 	}
-	a = append(a, "--cap-drop", "ALL", "--hostname", sandboxHostname, "--info-fd", strconv.Itoa(fdInfo))
+	a = append(a, "--cap-drop", "ALL", "--hostname", sandboxHostname, "--info-fd", strconv.Itoa(fdInfo), "--seccomp", strconv.Itoa(fdSeccomp))
 	a = append(a, systemArgs()...)
 	a = append(a, "--proc", "/proc", "--dev", "/dev", "--size", strconv.FormatInt(p.limits.TmpBytes, 10), "--tmpfs", "/tmp")
 	a = append(a, etcArgs(p.network)...)
