@@ -35,6 +35,7 @@ import (
 	"github.com/desk-runtime/desk/loginlink"
 	"github.com/desk-runtime/desk/mcpserver"
 	"github.com/desk-runtime/desk/oplog"
+	"github.com/desk-runtime/desk/gateway"
 	"github.com/desk-runtime/desk/runtimehost"
 	"github.com/desk-runtime/desk/runtimehost/acp"
 	"github.com/desk-runtime/desk/runtimehost/claude"
@@ -365,6 +366,16 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 				ho.Spawner = sandbox.BubblewrapSpawner(p)
 			}
 		}
+	}
+	// The runtimes' model gateway: a child never holds the operator's
+	// key; its model calls go through desk, which counts them.
+	if ho.Gateway == nil {
+		gw := gateway.New(gateway.Options{Usage: store, Dir: filepath.Join(home.Root, "run", "gateway"), LookupEnv: ho.LookupEnv,
+			Logger: a.Logger.With("component", "gateway")})
+		if err := a.open(ctx, "model gateway", gw); err != nil {
+			return nil, err
+		}
+		ho.Gateway = gw
 	}
 	a.Host = runtimehost.New(ho)
 	if err := a.open(ctx, "runtime host", a.Host); err != nil {

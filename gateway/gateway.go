@@ -90,7 +90,7 @@ type Options struct {
 	// Usage records each forwarded call's usage.
 	Usage desk.UsageStore
 	// Dir is the host directory the endpoints' socket directories are made
-	// in (DESK_HOME/run/gateway).
+	// in (DESK_HOME/run/gateway; see Open).
 	Dir string
 	// LookupEnv reads the operator's base URLs and keys (os.LookupEnv
 	// when nil); read at each call, so a rotated key takes effect.
@@ -110,6 +110,7 @@ type Gateway struct {
 	mu        sync.Mutex
 	endpoints map[*Endpoint]struct{}
 	closed    bool
+	tmp       bool // Dir is Open's temporary directory
 }
 
 // New returns a gateway.
@@ -140,10 +141,16 @@ func New(o Options) *Gateway {
 	return &Gateway{o: o, client: c, endpoints: map[*Endpoint]struct{}{}}
 }
 
-// Open makes the socket directory.
+// Open makes the socket directory. A unix socket's path is limited to
+// 107 bytes: when Dir is too long for one (or empty), a private temporary
+// directory serves instead, removed by Close.
 func (g *Gateway) Open(context.Context) error {
-	if g.o.Dir == "" {
-		return nil
+	if g.o.Dir == "" || len(g.o.Dir)+len("/ep-0123456789/"+SocketName) > 100 {
+		d, err := os.MkdirTemp("", "desk-gateway-")
+		if err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+		g.o.Dir, g.tmp = d, true
 	}
 	if err := os.MkdirAll(g.o.Dir, 0o700); err != nil {
 		return fmt.Errorf("gateway: %w", err)
@@ -167,6 +174,9 @@ func (g *Gateway) Close(context.Context) error {
 	g.mu.Unlock()
 	for e := range eps {
 		e.Close()
+	}
+	if g.tmp {
+		os.RemoveAll(g.o.Dir)
 	}
 	return nil
 }

@@ -3,12 +3,13 @@ package runtimehost_test
 // A real runtime inside the real sandbox: codex-acp from npm, started by
 // the host with the bubblewrap spawner (its node_modules bound read-only
 // through installRoot, its state directory as HOME), answers one turn
-// from the scripted Responses server. The workspace allows the network:
-// with it off, the child could not reach even the loopback model server.
+// from the scripted Responses server. The workspace's network is off (the
+// default): the child reaches the model only through desk's gateway,
+// bridged into its sandbox, which calls the server with the operator's
+// key and records the turn's usage.
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent/provider/strict"
 	"github.com/desk-runtime/desk/agent/sandbox"
+	"github.com/desk-runtime/desk/gateway"
 	"github.com/desk-runtime/desk/internal/npmbin"
 	"github.com/desk-runtime/desk/runtimehost"
 	"github.com/desk-runtime/desk/runtimehost/acp"
@@ -38,46 +40,43 @@ func TestCodexACPAnswersInTheSandbox(t *testing.T) {
 	// is a link into node_modules/@zed-industries/codex-acp/bin).
 	resolved, err := filepath.EvalSymlinks(bin)
 	must(t, err)
-	srv := strict.NewResponses(t, strict.Reply{Text: "Hello from inside the sandbox."})
+	srv := strict.NewResponses(t, strict.Reply{Text: "Hello from inside the sandbox.", Usage: strict.Usage{Input: 1000, Output: 40}})
 
 	f := setup(t, resolved)
 	ctx := context.Background()
 	set, err := f.store.GetAgentSettings(ctx, f.sess.WorkspaceID)
 	must(t, err)
-	set.ApprovalMode, set.Network = desk.ApprovalModeUser, true
+	set.ApprovalMode, set.Network = desk.ApprovalModeUser, false
 	must(t, f.store.SetAgentSettings(ctx, f.sess.WorkspaceID, set))
 	must(t, f.store.DeleteRuntime(ctx, "dbl"))
-	must(t, f.store.CreateRuntime(ctx, &desk.Runtime{Name: "dbl", Protocol: desk.RuntimeACP, Argv: []string{resolved},
-		Env: []string{"SCRIPTED_API_KEY"}, CreatedAt: desk.Now()}))
+	// codex-acp reads its model provider from -c: its base URL is the
+	// gateway's, which desk puts in for ${DESK_GATEWAY_URL}; its key is
+	// the child's gateway credential (OPENAI_API_KEY).
+	argv := []string{resolved}
+	for _, kv := range []string{"model=gpt-5-codex", "model_provider=desk", "model_providers.desk.name=desk",
+		"model_providers.desk.base_url=${DESK_GATEWAY_URL}/v1", "model_providers.desk.wire_api=responses",
+		"model_providers.desk.env_key=OPENAI_API_KEY", "model_providers.desk.request_max_retries=0",
+		"model_providers.desk.stream_max_retries=0", "approval_policy=on-request", "sandbox_mode=read-only"} {
+		argv = append(argv, "-c", kv)
+	}
+	must(t, f.store.CreateRuntime(ctx, &desk.Runtime{Name: "dbl", Protocol: desk.RuntimeACP, Argv: argv, CreatedAt: desk.Now()}))
 	state := runtimehost.StateDir(f.home, f.sess.WorkspaceID, "dbl")
-	cfg := fmt.Sprintf(`model = "gpt-5-codex"
-model_provider = "scripted"
-approval_policy = "on-request"
-sandbox_mode = "read-only"
-
-[model_providers.scripted]
-name = "scripted"
-base_url = %q
-wire_api = "responses"
-env_key = "SCRIPTED_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-[projects."/workspace"]
+	cfg := `[projects."/workspace"]
 trust_level = "trusted"
-`, srv.BaseURL())
+`
 	must(t, os.MkdirAll(filepath.Join(state, "codex"), 0o700))
 	must(t, os.WriteFile(filepath.Join(state, "codex", "config.toml"), []byte(cfg), 0o600))
+	const operatorKey = "sk-operator-key-only-desk-holds"
+	srv.RequireKey(operatorKey)
+	deskEnv := map[string]string{"OPENAI_BASE_URL": srv.BaseURL(), "OPENAI_API_KEY": operatorKey}
+	lookup := func(k string) (string, bool) { v, ok := deskEnv[k]; return v, ok }
+	gw := gateway.New(gateway.Options{Usage: f.store, Dir: filepath.Join(t.TempDir(), "gw"), LookupEnv: lookup})
+	must(t, gw.Open(ctx))
+	defer gw.Close(ctx)
 
 	h := runtimehost.New(runtimehost.Options{Store: f.store, Home: f.home, CancelGrace: time.Second,
 		Transports: map[wire.Protocol]wire.Transport{wire.ACP: acp.Transport{}},
-		Spawner:    sandbox.BubblewrapSpawner(bwrap),
-		LookupEnv: func(k string) (string, bool) {
-			if k == "SCRIPTED_API_KEY" {
-				return "dummy", true
-			}
-			return "", false
-		}})
+		Spawner:    sandbox.BubblewrapSpawner(bwrap), Gateway: gw, LookupEnv: lookup})
 	defer h.Close(ctx)
 	tctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -95,6 +94,12 @@ trust_level = "trusted"
 	must(t, err)
 	if x.NativeID == "" {
 		t.Fatal("no native id recorded")
+	}
+	// Every call the child made is the turn's, as the provider counted it.
+	u, err := f.store.SumUsage(ctx, desk.UsageFilter{SessionID: f.sess.ID})
+	must(t, err)
+	if len(srv.Accepted()) == 0 || u.Total.Calls != int64(len(srv.Accepted())) || u.Total.OutputTokens < 40 {
+		t.Fatalf("usage %+v for %d accepted calls", u.Total, len(srv.Accepted()))
 	}
 	// Its state lives in the state directory on the host (CODEX_HOME).
 	if ents, _ := os.ReadDir(filepath.Join(state, "codex")); len(ents) < 2 {

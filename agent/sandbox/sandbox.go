@@ -101,6 +101,9 @@ type Mount struct {
 	// Host is still that directory (fsjail.OpenDir), else the run fails
 	// with the *fsjail.SwappedError and nothing runs.
 	Pin *fsjail.FileID
+	// file: a single file bound by itself (a program among a spawn's
+	// read-only paths), whose mount point is a file, not a directory.
+	file bool
 }
 
 // Spec is one command to run.
