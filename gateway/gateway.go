@@ -110,7 +110,7 @@ type Gateway struct {
 	mu        sync.Mutex
 	endpoints map[*Endpoint]struct{}
 	closed    bool
-	tmp       bool // Dir is Open's temporary directory
+	run       string // this process's socket directory (Open)
 }
 
 // New returns a gateway.
@@ -141,27 +141,23 @@ func New(o Options) *Gateway {
 	return &Gateway{o: o, client: c, endpoints: map[*Endpoint]struct{}{}}
 }
 
-// Open makes the socket directory. A unix socket's path is limited to
-// 107 bytes: when Dir is too long for one (or empty), a private temporary
-// directory serves instead, removed by Close.
+// Open makes the socket directory: one of this process's own under Dir
+// (several desk processes may share a home), removed by Close. A unix
+// socket's path is limited to 107 bytes: when Dir is too long for one (or
+// empty), a private temporary directory serves instead.
 func (g *Gateway) Open(context.Context) error {
-	if g.o.Dir == "" || len(g.o.Dir)+len("/ep-0123456789/"+SocketName) > 100 {
-		d, err := os.MkdirTemp("", "desk-gateway-")
-		if err != nil {
-			return fmt.Errorf("gateway: %w", err)
-		}
-		g.o.Dir, g.tmp = d, true
+	base := g.o.Dir
+	if base == "" || len(base)+len("/desk-gw-0123456789/ep-0123456789/"+SocketName) > 104 {
+		base = os.TempDir()
 	}
-	if err := os.MkdirAll(g.o.Dir, 0o700); err != nil {
+	if err := os.MkdirAll(base, 0o700); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
-	// Directories a killed desk left behind hold dead sockets only.
-	ents, _ := os.ReadDir(g.o.Dir)
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), "ep-") {
-			os.RemoveAll(filepath.Join(g.o.Dir, e.Name()))
-		}
+	d, err := os.MkdirTemp(base, "desk-gw-")
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
 	}
+	g.run = d
 	return nil
 }
 
@@ -175,8 +171,8 @@ func (g *Gateway) Close(context.Context) error {
 	for e := range eps {
 		e.Close()
 	}
-	if g.tmp {
-		os.RemoveAll(g.o.Dir)
+	if g.run != "" {
+		os.RemoveAll(g.run)
 	}
 	return nil
 }
@@ -241,10 +237,10 @@ func (g *Gateway) NewEndpoint(t Turn, l Listen) (*Endpoint, error) {
 	var err error
 	switch l {
 	case UnixSocket:
-		if g.o.Dir == "" {
-			return nil, fmt.Errorf("gateway: no socket directory configured")
+		if g.run == "" {
+			return nil, fmt.Errorf("gateway: not opened")
 		}
-		e.dir, err = os.MkdirTemp(g.o.Dir, "ep-")
+		e.dir, err = os.MkdirTemp(g.run, "ep-")
 		if err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}

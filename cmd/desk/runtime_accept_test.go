@@ -39,7 +39,9 @@ const (
 	// every process it can see in the sandbox (the runtime's and the
 	// bridge's, in the runtime's own PID namespace): the gateway's
 	// credential, never the operator's key.
-	approveCommand = "echo approved-by-desk > approved.txt && echo span-$((40+2)) && cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -E '^(OPENAI|ANTHROPIC)_API_KEY=' | sort -u"
+	// (One line of output: codex-acp reports a command's output in
+	// pieces that replace each other.)
+	approveCommand = "echo approved-by-desk > approved.txt && echo span-$((40+2)) $(cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -E '^(OPENAI|ANTHROPIC)_API_KEY=' | sort -u)"
 )
 
 func TestRuntimeAcceptance(t *testing.T) {
