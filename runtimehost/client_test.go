@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 
 // op is one client call the scripted agent makes.
 type op struct {
-	Op      string   `json:"op"` // write | read | cwd | term | term_kill | term_leave | term_tool
+	Op      string   `json:"op"` // write | read | cwd | env | term | term_kill | term_leave | term_tool
 	Path    string   `json:"path,omitempty"`
 	Content string   `json:"content,omitempty"`
 	Line    int      `json:"line,omitempty"`
@@ -140,6 +140,8 @@ func (a *scriptedAgent) do(ctx context.Context, ses sdk.SessionId, o op) outcome
 		return outcome{}
 	case "cwd":
 		return outcome{Content: a.cwd}
+	case "env": // the agent's own environment variable Path
+		return outcome{Content: os.Getenv(o.Path)}
 	case "read":
 		req := sdk.ReadTextFileRequest{SessionId: ses, Path: o.Path}
 		if o.Line > 0 {

@@ -10,6 +10,7 @@ package runtimehost_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,5 +105,61 @@ trust_level = "trusted"
 	// Its state lives in the state directory on the host (CODEX_HOME).
 	if ents, _ := os.ReadDir(filepath.Join(state, "codex")); len(ents) < 2 {
 		t.Fatalf("codex wrote nothing to its state directory: %v", ents)
+	}
+}
+
+// A registration from before the gateway that passes desk's provider key
+// (OPENAI_API_KEY): the child starts, without the key. Its environment
+// holds the gateway's credential and URLs (the bridge's port on its own
+// loopback) instead.
+func TestOldRegistrationNeverPassesTheKey(t *testing.T) {
+	f := scriptedFixture(t)
+	ctx := context.Background()
+	must(t, f.store.DeleteRuntime(ctx, "dbl"))
+	self, err := os.Executable()
+	must(t, err)
+	must(t, f.store.CreateRuntime(ctx, &desk.Runtime{Name: "dbl", Protocol: desk.RuntimeACP, Argv: []string{self},
+		Env: []string{"ANTHROPIC_API_KEY", "DESK_TEST_ACP_AGENT", "OPENAI_API_KEY"}, CreatedAt: desk.Now()}))
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Skip("bubblewrap is not installed")
+	}
+	if _, err := sandbox.Detect(); err != nil {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	set, err := f.store.GetAgentSettings(ctx, f.sess.WorkspaceID)
+	must(t, err)
+	set.ApprovalMode, set.Network = desk.ApprovalModeUser, false // sandboxed, network off
+	must(t, f.store.SetAgentSettings(ctx, f.sess.WorkspaceID, set))
+	const real = "sk-operator-real-key-0123456789"
+	lookup := func(k string) (string, bool) {
+		switch k {
+		case "DESK_TEST_ACP_AGENT":
+			return "1", true
+		case "OPENAI_API_KEY", "ANTHROPIC_API_KEY":
+			return real, true
+		}
+		return "", false
+	}
+	gw := gateway.New(gateway.Options{Usage: f.store, LookupEnv: lookup})
+	must(t, gw.Open(ctx))
+	defer gw.Close(ctx)
+	h := runtimehost.New(runtimehost.Options{Store: f.store, Home: f.home, CancelGrace: time.Second,
+		Transports: map[wire.Protocol]wire.Transport{wire.ACP: acp.Transport{}},
+		Spawner:    sandbox.BubblewrapSpawner(bwrap), Gateway: gw, LookupEnv: lookup})
+	defer h.Close(ctx)
+	outs := runScript(t, h, f, []op{{Op: "env", Path: "OPENAI_API_KEY"}, {Op: "env", Path: "ANTHROPIC_API_KEY"},
+		{Op: "env", Path: "OPENAI_BASE_URL"}, {Op: "env", Path: "ANTHROPIC_BASE_URL"}})
+	for i, o := range outs {
+		if strings.Contains(o.Content, real) {
+			t.Fatalf("the child holds the operator's key (op %d)", i)
+		}
+	}
+	if !strings.HasPrefix(outs[0].Content, "desk-gw-") || outs[1].Content != outs[0].Content {
+		t.Fatalf("credentials %q %q", outs[0].Content, outs[1].Content)
+	}
+	want := fmt.Sprintf("http://127.0.0.1:%d", gateway.GuestPort)
+	if outs[2].Content != want+"/v1" || outs[3].Content != want {
+		t.Fatalf("base URLs %q %q", outs[2].Content, outs[3].Content)
 	}
 }
