@@ -10,7 +10,9 @@ package runtimehost_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,5 +163,113 @@ func TestOldRegistrationNeverPassesTheKey(t *testing.T) {
 	want := fmt.Sprintf("http://127.0.0.1:%d", gateway.GuestPort)
 	if outs[2].Content != want+"/v1" || outs[3].Content != want {
 		t.Fatalf("base URLs %q %q", outs[2].Content, outs[3].Content)
+	}
+}
+
+// A runtime's model call reaches the operator's provider through the
+// gateway however the child runs: sandboxed without network (the bridge),
+// sandboxed with the network (the host's loopback) and on the host
+// (full-access). The provider sees the operator's key, the child never,
+// and the call is the turn's usage.
+func TestModelCallsThroughTheGatewayInEveryMode(t *testing.T) {
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Skip("bubblewrap is not installed")
+	}
+	if _, err := sandbox.Detect(); err != nil {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	for _, c := range []struct {
+		name    string
+		mode    string
+		network bool
+	}{
+		{"sandbox-network-off", desk.ApprovalModeUser, false},
+		{"sandbox-network-on", desk.ApprovalModeUser, true},
+		{"full-access", desk.ApprovalModeFullAccess, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := scriptedFixture(t)
+			ctx := context.Background()
+			set, err := f.store.GetAgentSettings(ctx, f.sess.WorkspaceID)
+			must(t, err)
+			set.ApprovalMode, set.Network = c.mode, c.network
+			must(t, f.store.SetAgentSettings(ctx, f.sess.WorkspaceID, set))
+			const real = "sk-operator-real-key-9876543210"
+			srv := strict.NewResponses(t, strict.Reply{Text: "through the gateway", Usage: strict.Usage{Input: 70, Output: 7}})
+			srv.RequireKey(real)
+			lookup := func(k string) (string, bool) {
+				switch k {
+				case "DESK_TEST_ACP_AGENT":
+					return "1", true
+				case "OPENAI_API_KEY":
+					return real, true
+				case "OPENAI_BASE_URL":
+					return srv.BaseURL(), true
+				}
+				return "", false
+			}
+			gw := gateway.New(gateway.Options{Usage: f.store, LookupEnv: lookup})
+			must(t, gw.Open(ctx))
+			defer gw.Close(ctx)
+			h := runtimehost.New(runtimehost.Options{Store: f.store, Home: f.home, CancelGrace: time.Second,
+				Transports: map[wire.Protocol]wire.Transport{wire.ACP: acp.Transport{}},
+				Spawner:    sandbox.BubblewrapSpawner(bwrap), Gateway: gw, LookupEnv: lookup})
+			defer h.Close(ctx)
+			outs := runScript(t, h, f, []op{{Op: "model"}, {Op: "env", Path: "OPENAI_API_KEY"}})
+			if outs[0].Code != 200 || !strings.Contains(outs[0].Content, "through the gateway") {
+				t.Fatalf("the child's model call: %+v (provider refused %+v)", outs[0], srv.Rejected())
+			}
+			if strings.Contains(outs[0].Content+outs[1].Content, real) || !strings.HasPrefix(outs[1].Content, "desk-gw-") {
+				t.Fatalf("the child's key %q", outs[1].Content)
+			}
+			u, err := f.store.SumUsage(ctx, desk.UsageFilter{SessionID: f.sess.ID})
+			must(t, err)
+			if u.Total.Calls != 1 || u.Total.TotalTokens != 77 {
+				t.Fatalf("usage %+v", u.Total)
+			}
+		})
+	}
+}
+
+// A child whose model call failed and that then waits for ever (as a
+// runtime retrying an unreachable provider does) has its turn failed with
+// the gateway's reason once the failures have lasted GatewayFailAfter.
+func TestFailingModelCallsFailTheTurn(t *testing.T) {
+	f := scriptedFixture(t)
+	ctx := context.Background()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	lookup := func(k string) (string, bool) {
+		switch k {
+		case "DESK_TEST_ACP_AGENT":
+			return "1", true
+		case "OPENAI_API_KEY":
+			return "sk-operator", true
+		case "OPENAI_BASE_URL":
+			return down + "/v1", true
+		}
+		return "", false
+	}
+	gw := gateway.New(gateway.Options{Usage: f.store, LookupEnv: lookup})
+	must(t, gw.Open(ctx))
+	defer gw.Close(ctx)
+	// full-access (the fixture's mode): the child on the host, no bwrap
+	// needed.
+	h := runtimehost.New(runtimehost.Options{Store: f.store, Home: f.home, CancelGrace: time.Second,
+		Transports: map[wire.Protocol]wire.Transport{wire.ACP: acp.Transport{}},
+		Gateway:    gw, LookupEnv: lookup, GatewayFailAfter: time.Second})
+	defer h.Close(ctx)
+	b, _ := json.Marshal([]op{{Op: "model"}, {Op: "hang"}})
+	tctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, err = h.Execute(tctx, f.turn(&emitted{}, string(b)))
+	if err == nil || tctx.Err() != nil || !strings.Contains(err.Error(), "cannot reach the provider at "+down) {
+		t.Fatalf("turn: %v (deadline: %v)", err, tctx.Err())
+	}
+	if h.Running() != 0 {
+		t.Fatal("the failing child is still running")
 	}
 }
