@@ -28,6 +28,7 @@ import (
 	"github.com/desk-runtime/desk/archive"
 	"github.com/desk-runtime/desk/execution"
 	"github.com/desk-runtime/desk/files"
+	"github.com/desk-runtime/desk/gateway"
 	"github.com/desk-runtime/desk/gc"
 	"github.com/desk-runtime/desk/httpapi"
 	"github.com/desk-runtime/desk/layout"
@@ -384,6 +385,16 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 				ho.Spawner = sandbox.BubblewrapSpawner(p)
 			}
 		}
+	}
+	// The runtimes' model gateway: a child never holds the operator's
+	// key; its model calls go through desk, which counts them.
+	if ho.Gateway == nil {
+		gw := gateway.New(gateway.Options{Usage: store, Dir: filepath.Join(home.Root, "run", "gateway"), LookupEnv: ho.LookupEnv,
+			Logger: a.Logger.With("component", "gateway")})
+		if err := a.open(ctx, "model gateway", gw); err != nil {
+			return nil, err
+		}
+		ho.Gateway = gw
 	}
 	a.Host = runtimehost.New(ho)
 	if err := a.open(ctx, "runtime host", a.Host); err != nil {

@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,7 +41,7 @@ func TestMain(m *testing.M) {
 
 // op is one client call the scripted agent makes.
 type op struct {
-	Op      string   `json:"op"` // write | read | cwd | term | term_kill | term_leave | term_tool
+	Op      string   `json:"op"` // write | read | cwd | env | model | hang | term | term_kill | term_leave | term_tool
 	Path    string   `json:"path,omitempty"`
 	Content string   `json:"content,omitempty"`
 	Line    int      `json:"line,omitempty"`
@@ -140,6 +142,22 @@ func (a *scriptedAgent) do(ctx context.Context, ses sdk.SessionId, o op) outcome
 		return outcome{}
 	case "cwd":
 		return outcome{Content: a.cwd}
+	case "env": // the agent's own environment variable Path
+		return outcome{Content: os.Getenv(o.Path)}
+	case "hang": // a runtime that waits for ever (until cancelled)
+		<-ctx.Done()
+		return outcome{Code: -1, Error: "cancelled"}
+	case "model": // a Responses call as a runtime makes it: its env's URL and key
+		req, _ := http.NewRequestWithContext(ctx, "POST", os.Getenv("OPENAI_BASE_URL")+"/responses", strings.NewReader(`{"model":"gpt-test","input":"hi"}`))
+		req.Header.Set("Authorization", "Bearer "+os.Getenv("OPENAI_API_KEY"))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return outcome{Code: -1, Error: err.Error()}
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return outcome{Code: res.StatusCode, Content: string(b)}
 	case "read":
 		req := sdk.ReadTextFileRequest{SessionId: ses, Path: o.Path}
 		if o.Line > 0 {

@@ -16,10 +16,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/desk-runtime/desk"
@@ -27,6 +29,7 @@ import (
 	"github.com/desk-runtime/desk/archive"
 	"github.com/desk-runtime/desk/execution"
 	"github.com/desk-runtime/desk/fsjail"
+	"github.com/desk-runtime/desk/gateway"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/runtimehost/wire"
 	"github.com/desk-runtime/desk/session"
@@ -39,6 +42,10 @@ const (
 	// the protocol's cancel before the child's process tree is killed.
 	DefaultCancelGrace = 2 * time.Second
 	decisionPoll       = 250 * time.Millisecond
+	// DefaultGatewayFailAfter leaves a turn whose model calls fail (an
+	// unreachable provider) failed within 30 s of its first failure,
+	// whatever the runtime's own retries would do.
+	DefaultGatewayFailAfter = 15 * time.Second
 )
 
 // Guest paths of a runtime's child.
@@ -76,11 +83,23 @@ type Options struct {
 	// the child. 0 is wire.DefaultMaxLine (16 MiB). ACP agents are held
 	// to at most 10 MiB, the ACP SDK's own bound.
 	MaxLineBytes int
+	// Gateway serves the children's model calls (gateway.go); nil: a
+	// child gets no model endpoint (tests of the protocols alone).
+	Gateway *gateway.Gateway
+	// Bridge is the program that bridges a sandboxed child without
+	// network to its endpoint (any binary linking package gateway; desk's
+	// own executable when empty).
+	Bridge string
+	// GatewayFailAfter is how long a child's model calls may keep failing,
+	// with nothing else from the child, before its turn is failed with the
+	// gateway's reason (DefaultGatewayFailAfter when zero).
+	GatewayFailAfter time.Duration
 }
 
 // Host is the runtime executor. Open/Close: Close stops every child.
 type Host struct {
-	o Options
+	o      Options
+	bridge string
 
 	mu       sync.Mutex
 	children map[string]*child // session id → live child
@@ -108,7 +127,16 @@ func New(o Options) *Host {
 	if o.Direct == nil {
 		o.Direct = sandbox.DirectSpawner()
 	}
-	return &Host{o: o, children: map[string]*child{}}
+	if o.GatewayFailAfter <= 0 {
+		o.GatewayFailAfter = DefaultGatewayFailAfter
+	}
+	h := &Host{o: o, children: map[string]*child{}, bridge: o.Bridge}
+	if h.bridge == "" {
+		if exe, err := os.Executable(); err == nil {
+			h.bridge, _ = filepath.EvalSymlinks(exe)
+		}
+	}
+	return h
 }
 
 func (h *Host) Open(context.Context) error { return nil }
@@ -239,7 +267,8 @@ type child struct {
 	client      *guestClient
 	native      string
 	stderr      *tail
-	exited      chan struct{} // closed when the process is gone
+	gw          *gateway.Endpoint // nil without a gateway
+	exited      chan struct{}     // closed when the process is gone
 	exitErr     error
 	idle        *time.Timer
 	busy        bool
@@ -255,6 +284,9 @@ func (c *child) stop() {
 	<-c.exited
 	c.proc.Close()
 	c.client.close()
+	if c.gw != nil {
+		c.gw.Close()
+	}
 }
 
 // why describes how the child ended, with the end of its stderr.
@@ -331,11 +363,15 @@ func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 	if err != nil {
 		return nil, err
 	}
-	c, err := h.acquire(ctx, rt, tr, w, settings, cur)
+	gt := gateway.Turn{WorkspaceID: x.WorkspaceID, SessionID: x.ID, SurfaceID: t.Execution.SurfaceID, ExecutionID: t.Execution.ID, ActorID: x.Actor, Runtime: rt.Name}
+	c, err := h.acquire(ctx, rt, tr, w, settings, cur, gt)
 	if err != nil {
 		return nil, err
 	}
 	defer h.release(c)
+	if c.gw != nil {
+		c.gw.SetTurn(gt)
+	}
 	if err := t.Started(); err != nil {
 		return nil, err
 	}
@@ -346,6 +382,8 @@ func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 	defer c.client.indexArtifacts(context.WithoutCancel(c.client.actx(ctx)))
 	defer c.client.end()
 	s := &sink{h: h, t: t, c: c, settings: settings}
+	s.touch()
+	begun := time.Now()
 	if err := s.userMessage(ctx); err != nil {
 		return nil, err
 	}
@@ -361,20 +399,25 @@ func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 		r, err := c.conn.Prompt(pctx, t.Item.Text, s)
 		done <- result{r, err}
 	}()
-	var r result
-	select {
-	case r = <-done:
-	case <-c.exited:
-		pcancel()
-		r = <-done
-		return nil, fmt.Errorf("runtime %s: %s", rt.Name, c.why())
-	case <-ctx.Done():
-		// An interrupt: the protocol's cancel first, then the process
-		// tree if the turn does not stop in time.
+	// gatewayWhy adds what the gateway saw go wrong in this turn to a
+	// failure: the runtime's own words rarely name the provider.
+	gatewayWhy := func() string {
+		if c.gw == nil {
+			return ""
+		}
+		if why, ok := c.gw.FailedSince(begun); ok {
+			return "; desk's model gateway: " + why
+		}
+		return ""
+	}
+	// stop ends the turn: the protocol's cancel first, then the process
+	// tree if the turn does not stop in time.
+	stop := func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), h.o.CancelGrace)
+		defer ccancel()
 		_ = c.conn.Cancel(cctx)
 		select {
-		case r = <-done:
+		case <-done:
 			if e, ok := c.conn.(wire.EndsAfterCancel); ok && e.EndsAfterCancel() {
 				c.proc.Kill()
 				h.drop(c)
@@ -385,8 +428,50 @@ func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 			h.drop(c)
 			<-done
 		}
-		ccancel()
-		return nil, ctx.Err()
+	}
+	// The watchdog: a child whose model calls keep failing (an
+	// unreachable or refusing provider) and that reports nothing else may
+	// retry for minutes; its turn fails with the gateway's reason instead.
+	var watch <-chan time.Time
+	if c.gw != nil {
+		tk := time.NewTicker(time.Second)
+		defer tk.Stop()
+		watch = tk.C
+	}
+	var r result
+wait:
+	for {
+		select {
+		case r = <-done:
+			break wait
+		case <-c.exited:
+			pcancel()
+			r = <-done
+			return nil, fmt.Errorf("runtime %s: %s%s", rt.Name, c.why(), gatewayWhy())
+		case <-ctx.Done():
+			stop()
+			return nil, ctx.Err()
+		case now := <-watch:
+			since, why, ok := c.gw.Failing()
+			if !ok {
+				continue
+			}
+			from := since
+			for _, t := range []time.Time{begun, s.lastEvent()} {
+				if t.After(from) {
+					from = t
+				}
+			}
+			if now.Sub(from) < h.o.GatewayFailAfter {
+				continue
+			}
+			h.o.Logger.Warn("runtime's model calls keep failing; failing its turn", "runtime", rt.Name, "session", x.ID, "reason", why)
+			stop()
+			// The child may be retrying still: a new one serves the
+			// next turn.
+			h.drop(c)
+			return nil, desk.Errorf(desk.EUNAVAILABLE, "runtime %s: its model calls failed for %s: desk's model gateway: %s", rt.Name, now.Sub(since).Round(time.Second), why)
+		}
 	}
 	if r.err != nil {
 		if errors.Is(r.err, wire.ErrCannotLoad) {
@@ -395,11 +480,11 @@ func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 		}
 		select {
 		case <-c.exited:
-			return nil, fmt.Errorf("runtime %s: %v; %s", rt.Name, r.err, c.why())
+			return nil, fmt.Errorf("runtime %s: %v; %s%s", rt.Name, r.err, c.why(), gatewayWhy())
 		default:
 		}
 		h.drop(c)
-		return nil, fmt.Errorf("runtime %s: %w", rt.Name, r.err)
+		return nil, fmt.Errorf("runtime %s: %w%s", rt.Name, r.err, gatewayWhy())
 	}
 	reply := r.res.Reply
 	if reply == "" {
@@ -407,7 +492,7 @@ func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 	}
 	switch r.res.StopReason {
 	case wire.StopFailed:
-		return nil, fmt.Errorf("runtime %s failed the turn: %s", rt.Name, r.res.Error)
+		return nil, fmt.Errorf("runtime %s failed the turn: %s%s", rt.Name, r.res.Error, gatewayWhy())
 	case wire.StopCancelled:
 		return nil, fmt.Errorf("runtime %s cancelled the turn by itself", rt.Name)
 	}
@@ -422,7 +507,7 @@ func cannotLoad(rt *desk.Runtime, native string, err error) error {
 
 // acquire returns the session's live child, starting (and opening its
 // native conversation) when there is none.
-func (h *Host) acquire(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w *desk.Workspace, st *desk.AgentSettings, x *desk.Session) (*child, error) {
+func (h *Host) acquire(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w *desk.Workspace, st *desk.AgentSettings, x *desk.Session, gt gateway.Turn) (*child, error) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -442,7 +527,7 @@ func (h *Host) acquire(ctx context.Context, rt *desk.Runtime, tr wire.Transport,
 	}
 	gen := h.stops
 	h.mu.Unlock()
-	c, err := h.start(ctx, rt, tr, w, st, x)
+	c, err := h.start(ctx, rt, tr, w, st, x, gt)
 	if err != nil {
 		return nil, err
 	}
@@ -490,7 +575,7 @@ func (h *Host) drop(c *child) {
 	c.stop()
 }
 
-func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w *desk.Workspace, st *desk.AgentSettings, x *desk.Session) (*child, error) {
+func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w *desk.Workspace, st *desk.AgentSettings, x *desk.Session, gt gateway.Turn) (*child, error) {
 	// Checked again here, not only at registration: a registration older
 	// than the check, or a DESK_HOME moved since, must not bind it.
 	if err := CheckInstall(rt.Argv[0], h.o.Home); err != nil {
@@ -535,20 +620,53 @@ func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w
 	}
 	mounts = append(mounts, sandbox.Mount{Guest: GuestState, Host: state, Writable: true})
 	env := map[string]string{"HOME": guestHome, "CODEX_HOME": guestHome + "/codex", "CLAUDE_CONFIG_DIR": guestHome + "/claude", "TERM": "dumb"}
+	log := h.o.Logger.With("runtime", rt.Name, "session", x.ID)
 	for _, name := range rt.Env {
+		if why, refused := gateway.Refused(name); refused {
+			// A registration from before the gateway: the name is
+			// dropped, never its value passed.
+			log.Warn("runtime registration passes "+name+"; not given to the child", "reason", why)
+			continue
+		}
 		if v, ok := h.o.LookupEnv(name); ok {
 			env[name] = v
 		}
 	}
 	argv := append(append([]string{}, rt.Argv...), tr.Args(x.NativeID)...)
-	proc, err := sp.Spawn(ctx, sandbox.SpawnSpec{Mounts: mounts, Cwd: guestCwd, Argv: argv, ReadOnly: installRoot(rt.Argv[0]), Env: env, Network: st.Network,
-		Limits: sandbox.Limits(st.Sandbox)})
+	readOnly := installRoot(rt.Argv[0])
+	ep, gwEnv, err := h.endpoint(gt, direct || st.Network)
 	if err != nil {
 		client.close()
 		return nil, fmt.Errorf("start runtime %s: %w", rt.Name, err)
 	}
-	c := &child{sessionID: x.ID, workspaceID: x.WorkspaceID, runtime: rt.Name, proc: proc, client: client, native: x.NativeID, stderr: &tail{}, exited: make(chan struct{})}
-	log := h.o.Logger.With("runtime", rt.Name, "session", x.ID)
+	if ep != nil {
+		maps.Copy(env, gwEnv)
+		url := gwEnv["DESK_GATEWAY_URL"]
+		for i := 1; i < len(argv); i++ {
+			argv[i] = strings.ReplaceAll(argv[i], "${DESK_GATEWAY_URL}", url)
+		}
+		if ga, ok := tr.(wire.GatewayArgs); ok {
+			argv = append(argv, ga.GatewayArgs(url)...)
+		}
+		if ep.SocketDir() != "" {
+			// No network: the endpoint's socket is bound into the
+			// sandbox and the bridge, the sandbox's program, serves it
+			// on the child's loopback.
+			mounts = append(mounts, sandbox.Mount{Guest: gateway.GuestSocketDir, Host: ep.SocketDir()})
+			argv = gateway.BridgeArgv(h.bridge, argv)
+			readOnly = append(readOnly, h.bridge)
+		}
+	}
+	proc, err := sp.Spawn(ctx, sandbox.SpawnSpec{Mounts: mounts, Cwd: guestCwd, Argv: argv, ReadOnly: readOnly, Env: env, Network: st.Network,
+		Limits: sandbox.Limits(st.Sandbox)})
+	if err != nil {
+		client.close()
+		if ep != nil {
+			ep.Close()
+		}
+		return nil, fmt.Errorf("start runtime %s: %w", rt.Name, err)
+	}
+	c := &child{sessionID: x.ID, workspaceID: x.WorkspaceID, runtime: rt.Name, proc: proc, client: client, gw: ep, native: x.NativeID, stderr: &tail{}, exited: make(chan struct{})}
 	c.idle = time.AfterFunc(time.Hour, func() {
 		h.mu.Lock()
 		idle := !c.busy && h.children[c.sessionID] == c
@@ -583,6 +701,9 @@ func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w
 		<-c.exited
 		proc.Close()
 		client.close()
+		if ep != nil {
+			ep.Close()
+		}
 		return nil, fmt.Errorf("runtime %s: %v; %s", rt.Name, err, c.why())
 	}
 	c.conn = conn
@@ -606,6 +727,30 @@ func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w
 		c.native = native
 	}
 	return c, nil
+}
+
+// endpoint makes a child's model endpoint and the variables that point
+// the child at it: on the host's loopback for a child sharing the host's
+// network, else a socket bridged into the sandbox to GuestPort.
+func (h *Host) endpoint(gt gateway.Turn, hostNet bool) (*gateway.Endpoint, map[string]string, error) {
+	if h.o.Gateway == nil {
+		return nil, nil, nil
+	}
+	if hostNet {
+		ep, err := h.o.Gateway.NewEndpoint(gt, gateway.HostLoopback)
+		if err != nil {
+			return nil, nil, err
+		}
+		return ep, ep.Env(ep.Addr()), nil
+	}
+	if h.bridge == "" {
+		return nil, nil, desk.Errorf(desk.EUNAVAILABLE, "desk cannot find its own executable to bridge the runtime's model calls out of its sandbox")
+	}
+	ep, err := h.o.Gateway.NewEndpoint(gt, gateway.UnixSocket)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ep, ep.Env(fmt.Sprintf("127.0.0.1:%d", gateway.GuestPort)), nil
 }
 
 // installRoot is what the sandbox binds read-only for a program: its
@@ -657,11 +802,17 @@ type sink struct {
 	text     strings.Builder
 	reply    string                   // the turn's final reply, once it ended
 	cmds     map[string]*desk.Command // runtime tool call id → record
+	last     atomic.Int64             // unix nanos of the child's newest event (the watchdog)
 }
+
+func (s *sink) touch() { s.last.Store(time.Now().UnixNano()) }
+
+func (s *sink) lastEvent() time.Time { return time.Unix(0, s.last.Load()) }
 
 func (s *sink) log() *slog.Logger { return s.h.o.Logger.With("session", s.t.Session.ID) }
 
 func (s *sink) NativeID(id string) {
+	s.touch()
 	if id == "" || id == s.c.native {
 		return
 	}
@@ -673,6 +824,7 @@ func (s *sink) NativeID(id string) {
 }
 
 func (s *sink) Text(delta string) {
+	s.touch()
 	s.text.WriteString(delta)
 	s.t.Emit("assistant.delta", map[string]any{"text": delta})
 }
@@ -727,6 +879,7 @@ func setArguments(c *desk.Command, input json.RawMessage) bool {
 }
 
 func (s *sink) Tool(ev wire.ToolEvent) {
+	s.touch()
 	c := s.command(ev.ID, ev.Kind, ev.Title, ev.Input)
 	setArguments(c, ev.Input)
 	if st := toolStatus[ev.Status]; st != "" && st != c.Status {
@@ -754,6 +907,7 @@ func (s *sink) Tool(ev wire.ToolEvent) {
 }
 
 func (s *sink) Plan(entries []wire.PlanEntry) {
+	s.touch()
 	steps := make([]string, 0, len(entries))
 	for _, e := range entries {
 		steps = append(steps, fmt.Sprintf("[%s] %s", e.Status, e.Content))
@@ -784,6 +938,8 @@ func pick(opts []wire.PermissionOption, kinds ...string) (string, bool) {
 var readOnly = map[string]bool{wire.ToolRead: true, wire.ToolSearch: true}
 
 func (s *sink) Permission(ctx context.Context, req wire.PermissionRequest) (wire.PermissionAnswer, error) {
+	s.touch()
+	defer s.touch() // a person may take long to answer
 	allow := func() (wire.PermissionAnswer, error) {
 		if id, ok := pick(req.Options, wire.AllowOnce, wire.AllowAlways); ok {
 			return wire.PermissionAnswer{OptionID: id}, nil

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/gateway"
 	"github.com/desk-runtime/desk/layout"
 )
 
@@ -77,6 +78,9 @@ func (g *Registry) Add(ctx context.Context, r desk.Runtime) (*desk.Runtime, erro
 	for _, e := range r.Env {
 		if !envName.MatchString(e) {
 			return nil, desk.Errorf(desk.EINVALID, "env %q: give names of environment variables (values are read from desk's environment when the runtime starts)", e)
+		}
+		if why, refused := gateway.Refused(e); refused {
+			return nil, desk.Errorf(desk.EINVALID, "env %s: %s (docs/runtimes.md); keep env for other variables", e, why)
 		}
 	}
 	x := &desk.Runtime{Name: r.Name, Protocol: r.Protocol, Argv: append([]string{bin}, r.Argv[1:]...),

@@ -36,6 +36,11 @@ func TestRegistryRefusesBadInput(t *testing.T) {
 		{admin, desk.Runtime{Name: "a", Protocol: "acp"}, desk.EINVALID, "argv is required"},
 		{admin, desk.Runtime{Name: "A b", Protocol: "acp", Argv: []string{"/bin/cat"}}, desk.EINVALID, "runtime name"},
 		{admin, desk.Runtime{Name: "a", Protocol: "acp", Argv: []string{"/bin/cat"}, Env: []string{"KEY=value"}}, desk.EINVALID, "names of environment variables"},
+		// A runtime never holds a provider key: the gateway gives it its own.
+		{admin, desk.Runtime{Name: "a", Protocol: "acp", Argv: []string{"/bin/cat"}, Env: []string{"HTTPS_PROXY", "OPENAI_API_KEY"}}, desk.EINVALID, "env OPENAI_API_KEY: OPENAI_API_KEY is given to every runtime child by desk's model gateway"},
+		{admin, desk.Runtime{Name: "a", Protocol: "acp", Argv: []string{"/bin/cat"}, Env: []string{"ANTHROPIC_API_KEY"}}, desk.EINVALID, "gateway"},
+		{admin, desk.Runtime{Name: "a", Protocol: "acp", Argv: []string{"/bin/cat"}, Env: []string{"OPENAI_COMPATIBLE_API_KEY"}}, desk.EINVALID, "a runtime never holds one"},
+		{admin, desk.Runtime{Name: "a", Protocol: "acp", Argv: []string{"/bin/cat"}, Env: []string{"ANTHROPIC_BASE_URL"}}, desk.EINVALID, "gateway"},
 	} {
 		_, err := g.Add(c.ctx, c.r)
 		if !desk.IsCode(err, c.code) || !strings.Contains(err.Error(), c.want) {

@@ -593,7 +593,11 @@ func mountArgs(ms []Mount) []string {
 		}
 		if !inner && !inSystemDir(m.Guest) {
 			var chain []string
-			for d := m.Guest; !made[d]; d = filepath.Dir(d) {
+			start := m.Guest
+			if m.file {
+				start = filepath.Dir(start) // bwrap makes the file itself
+			}
+			for d := start; !made[d]; d = filepath.Dir(d) {
 				chain = append(chain, d)
 			}
 			for j := len(chain) - 1; j >= 0; j-- {

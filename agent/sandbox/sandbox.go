@@ -102,7 +102,9 @@ type Mount struct {
 	// with the *fsjail.SwappedError and nothing runs.
 	Pin *fsjail.FileID
 
-	file bool // Host is a regular file (prepare decides; read-only only)
+	// file: Host is a regular file bound by itself (prepare decides for
+	// guest mounts; a spawn binds a program file this way), read-only only.
+	file bool
 }
 
 // Spec is one command to run.

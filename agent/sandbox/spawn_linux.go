@@ -88,7 +88,8 @@ func (s *bwrapSpawner) Spawn(ctx context.Context, sp SpawnSpec) (*Process, error
 }
 
 // installMounts are the program's read-only paths (SpawnSpec.ReadOnly,
-// and the program's directory unless one of them holds it) outside the system
+// and the program's directory unless one of them holds it or is the
+// program itself) outside the system
 // directories, which are bound anyway. A path that is a guest mount's or
 // lies in one is refused: the sandbox would shadow one with the other.
 func installMounts(sp SpawnSpec, guest []Mount) ([]Mount, error) {
@@ -117,12 +118,20 @@ func installMounts(sp SpawnSpec, guest []Mount) ([]Mount, error) {
 				return nil
 			}
 		}
-		out = append(out, Mount{Guest: p, Host: p})
+		fi, err := os.Stat(p)
+		out = append(out, Mount{Guest: p, Host: p, file: err == nil && !fi.IsDir()})
 		return nil
 	}
 	for _, p := range sp.ReadOnly {
 		if err := add(p); err != nil {
 			return nil, err
+		}
+	}
+	// A program bound by itself (a file among ReadOnly: desk's own
+	// executable as the gateway bridge) does not bring its directory.
+	for _, m := range out {
+		if m.Guest == filepath.Clean(sp.Argv[0]) {
+			return out, nil
 		}
 	}
 	if err := add(filepath.Dir(sp.Argv[0])); err != nil {

@@ -41,7 +41,7 @@ func runtimeCmd(g *globals) *cobra.Command {
 		},
 	}
 	add.Flags().StringVar(&protocol, "protocol", "", "the wire protocol: acp, codex-app-server or claude-stream-json")
-	add.Flags().StringArrayVar(&env, "env", nil, "the name of an environment variable to pass through to the runtime (repeatable; values are never stored)")
+	add.Flags().StringArrayVar(&env, "env", nil, "the name of an environment variable to pass through to the runtime (repeatable; values are never stored; provider keys are refused: desk's model gateway serves the runtime's model calls)")
 	cmd.AddCommand(add,
 		&cobra.Command{
 			Use:     "list",

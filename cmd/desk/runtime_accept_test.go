@@ -9,8 +9,10 @@ package main
 // only per-protocol parts (the binary, its model server and config).
 
 import (
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,7 +34,15 @@ const (
 	turnRestart   = "AFTER-RESTART: still there?"
 	turnLost      = "AFTER-LOSS: the state is gone."
 
-	approveCommand = "echo approved-by-desk > approved.txt && echo span-$((40+2))"
+	turnBudget = "BUDGET-HELD: past the budget."
+
+	// The approved command also prints the provider-key variables of
+	// every process it can see in the sandbox (the runtime's and the
+	// bridge's, in the runtime's own PID namespace): the gateway's
+	// credential, never the operator's key.
+	// (One line of output: codex-acp reports a command's output in
+	// pieces that replace each other.)
+	approveCommand = "echo approved-by-desk > approved.txt && echo span-$((40+2)) $(cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -E '^(OPENAI|ANTHROPIC)_API_KEY=' | sort -u)"
 )
 
 func TestRuntimeAcceptance(t *testing.T) {
@@ -90,9 +100,11 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 
 	var ws desk.Workspace
 	admin.must(201, "POST", "/v1/workspaces", map[string]string{"name": "runtimes"}, &ws)
-	// The child runs in the sandbox; it reaches the loopback model server
-	// only with the network on. Approvals are asked of a person.
-	admin.must(200, "PATCH", "/v1/workspaces/"+ws.ID+"/agent", map[string]any{"network": true, "approval_mode": desk.ApprovalModeUser}, nil)
+	// The child runs in the sandbox with the network off (the default):
+	// it reaches its model only through desk's model gateway, which
+	// calls the operator's provider (the strict server) with the
+	// operator's key. Approvals are asked of a person.
+	admin.must(200, "PATCH", "/v1/workspaces/"+ws.ID+"/agent", map[string]any{"network": false, "approval_mode": desk.ApprovalModeUser}, nil)
 
 	// Failing children first, while desk has no other child: each fails
 	// its turn naming the cause, and leaves nothing running.
@@ -178,6 +190,13 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 		if _, body := admin.do("GET", "/v1/sessions/"+ses.ID+"/guest/file?path=/workspace/approved.txt", nil, nil); body != "approved-by-desk\n" {
 			t.Fatalf("the approved command's file: %q", body)
 		}
+		// Seen from inside: no process of the sandbox holds the
+		// operator's key; the runtime holds the gateway's credential.
+		if out := spanOutput(admin, ses.ID, exe); strings.Contains(out, operatorKey) {
+			t.Fatalf("the operator's key is in the runtime's sandbox: %q", out)
+		} else if !pc.terminalOutside && !strings.Contains(out, "_API_KEY=desk-gw-") {
+			t.Fatalf("the command saw no gateway credential in the runtime's sandbox: %q", out)
+		}
 		if countEvents(x, "tool.call_started") == 0 || countEvents(x, "tool.output") == 0 {
 			t.Fatalf("no tool events: %s", eventTypes(x))
 		}
@@ -197,6 +216,63 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 			}
 			t.Fatalf("the transcript of %s shows no settled command span with the output", exe)
 		}
+	})
+
+	// The runtime's model calls are desk's: each is a usage record of
+	// the session (with the counts the provider reported), the child's
+	// processes hold the gateway's credential and never the operator's
+	// key, and a token budget below what was used holds the next turn
+	// back until it is raised.
+	t.Run("usage-and-budget", func(t *testing.T) {
+		admin := admin.on(t)
+		var u desk.SessionUsage
+		admin.must(200, "GET", "/v1/sessions/"+ses.ID+"/usage", nil, &u)
+		conv := len(m.requests())
+		if u.Total.Calls < int64(conv) || u.Total.Calls == 0 || u.Total.TotalTokens != u.Total.Calls*int64(modelUsage.Input+modelUsage.Output) || len(u.Models) == 0 {
+			t.Fatalf("session usage %+v for %d conversation requests", u, conv)
+		}
+		t.Logf("usage after %d conversation requests: %+v (models %+v)", conv, u.Total, u.Models)
+		// From the host: every process under desk (the bridge, the
+		// runtime and its helpers).
+		var creds int
+		for _, p := range descendants(d.cmd.Process.Pid) {
+			env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.pid), "environ"))
+			if err != nil {
+				continue
+			}
+			if strings.Contains(string(env), operatorKey) {
+				t.Fatalf("process %d (%s) holds the operator's key", p.pid, p.cmd)
+			}
+			if strings.Contains(string(env), "desk-gw-") {
+				creds++
+			}
+		}
+		if creds == 0 {
+			t.Fatal("no process under desk holds a gateway credential: is the runtime alive?")
+		}
+		used := u.Total.TotalTokens
+		admin.must(200, "PATCH", "/v1/workspaces/"+ws.ID+"/agent", map[string]any{"token_budget": used - 1}, nil)
+		var res desk.SubmitResult
+		admin.must(202, "POST", "/v1/sessions/"+ses.ID+"/messages", map[string]string{"text": turnBudget}, &res)
+		var blk desk.Block
+		waitFor(t, time.Minute, "a budget block", func() bool {
+			var out struct{ Blocks []desk.Block }
+			admin.must(200, "GET", "/v1/sessions/"+ses.ID+"/blocks", nil, &out)
+			for _, b := range out.Blocks {
+				if b.Active && b.Kind == desk.BlockBudget {
+					blk = b
+				}
+			}
+			return blk.ID != ""
+		})
+		if blk.Budget != used-1 || blk.Used != used {
+			t.Fatalf("budget block %+v, want budget %d used %d", blk, used-1, used)
+		}
+		if n := len(m.asking("BUDGET-HELD")); n != 0 {
+			t.Fatal("the turn past the budget reached the model")
+		}
+		admin.must(200, "PATCH", "/v1/workspaces/"+ws.ID+"/agent", map[string]any{"token_budget": 0}, nil)
+		ended(t, admin.settled(admin.itemExecution(ses.ID, res.Item.ID)))
 	})
 
 	// An interrupt mid-turn: the protocol's cancel stops the child's
@@ -306,7 +382,7 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 		recs := admin.archive(ws.ID)
 		var xs struct{ Executions []desk.Execution }
 		admin.must(200, "GET", "/v1/sessions/"+ses.ID+"/executions", nil, &xs)
-		turns := 8 // the turns so far
+		turns := 9 // the turns so far
 		if pc.skip["interrupt"] != "" {
 			turns--
 		}
@@ -383,6 +459,68 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 		}
 		noChildren(t, d.cmd.Process.Pid, "after the turn that could not reopen")
 	})
+}
+
+// spanOutput is the output of the commands an execution ran.
+func spanOutput(a api, ses, exe string) string {
+	var out strings.Builder
+	for _, msg := range a.messages(ses) {
+		for _, c := range msg.Commands {
+			if msg.ExecutionID == exe {
+				out.WriteString(c.Output)
+			}
+		}
+	}
+	return out.String()
+}
+
+// TestRuntimeGatewayUpstreamDown: with the operator's provider down, a
+// runtime's turn fails within 30 s naming why, and never hangs, however
+// long the runtime itself would retry.
+func TestRuntimeGatewayUpstreamDown(t *testing.T) {
+	for _, pc := range protocolCases {
+		if pc.protocol == "acp" {
+			continue
+		}
+		t.Run(pc.name, func(t *testing.T) {
+			bin := pc.find(t)
+			m := &scriptedModel{arrived: make(chan struct{}, 1)}
+			argv, envNames, deskEnv := pc.model(t, bin, m, func(modelCall) modelAnswer { return modelAnswer{Text: "unreachable"} })
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			down := "http://" + ln.Addr().String()
+			ln.Close()
+			env := []string{"OPENAI_API_KEY=", "OPENAI_BASE_URL=", "ANTHROPIC_API_KEY=", "ANTHROPIC_BASE_URL="}
+			for _, kv := range deskEnv {
+				if k, _, _ := strings.Cut(kv, "="); strings.HasSuffix(k, "_BASE_URL") {
+					kv = k + "=" + down
+				}
+				env = append(env, kv)
+			}
+			d := startLoggedDesk(t, filepath.Join(t.TempDir(), "home"), env...)
+			admin := api{t: t, url: d.url, token: d.token}
+			var ws desk.Workspace
+			admin.must(201, "POST", "/v1/workspaces", map[string]string{"name": "down"}, &ws)
+			admin.must(200, "PATCH", "/v1/workspaces/"+ws.ID+"/agent", map[string]any{"approval_mode": desk.ApprovalModeUser}, nil)
+			admin.must(201, "POST", "/v1/runtimes", map[string]any{"name": "rt", "protocol": pc.protocol, "argv": argv, "env": envNames}, nil)
+			var ses desk.Session
+			admin.must(201, "POST", "/v1/workspaces/"+ws.ID+"/sessions", map[string]string{"runtime": "rt"}, &ses)
+			exe := admin.send(ses.ID, "hello")
+			admin.phase(exe, desk.PhaseRunning)
+			at := time.Now()
+			x := admin.settled(exe)
+			took := time.Since(at)
+			t.Logf("failed after %v: %s", took, x.Reason)
+			if x.Phase != desk.PhaseFailed || !strings.Contains(x.Reason, "cannot reach the provider at "+down) {
+				t.Fatalf("execution %s (%q), want failed naming the unreachable provider", x.Phase, x.Reason)
+			}
+			if took > 30*time.Second {
+				t.Fatalf("the turn took %v to fail", took)
+			}
+		})
+	}
 }
 
 // ended fails unless the execution completed.

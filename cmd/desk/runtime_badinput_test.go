@@ -43,6 +43,8 @@ func TestRuntimeRegistryBadInput(t *testing.T) {
 		{"missing program", map[string]any{"name": "x", "protocol": "acp", "argv": []string{"no-such-agent-program"}}, `"no-such-agent-program" is not a program on desk's PATH`},
 		{"no argv", map[string]any{"name": "x", "protocol": "acp", "argv": []string{}}, "argv is required"},
 		{"env value", map[string]any{"name": "x", "protocol": "acp", "argv": []string{"/bin/sh"}, "env": []string{"KEY=secret"}}, "give names of environment variables"},
+		{"provider key in env", map[string]any{"name": "x", "protocol": "acp", "argv": []string{"/bin/sh"}, "env": []string{"HOME_PROXY", "ANTHROPIC_API_KEY"}}, "ANTHROPIC_API_KEY is given to every runtime child by desk's model gateway"},
+		{"compatible key in env", map[string]any{"name": "x", "protocol": "acp", "argv": []string{"/bin/sh"}, "env": []string{"OPENAI_COMPATIBLE_API_KEY"}}, "a runtime never holds one"},
 	} {
 		st, body := admin.do("POST", "/v1/runtimes", c.body, nil)
 		if st != 400 || !strings.Contains(errorMessage(body), c.want) {
@@ -89,11 +91,14 @@ func TestRuntimeRegistryBadInput(t *testing.T) {
 	if out, err := cli("runtime", "add", "bad", "--protocol", "acp", "--", notExec); !errors.As(err, &exit) || !strings.Contains(out, "is not an executable file") {
 		t.Errorf("cli non-executable: %v %s", err, out)
 	}
-	if out, err := cli("runtime", "add", "cli-ok", "--protocol", "claude-stream-json", "--env", "ANTHROPIC_API_KEY", "--", "sh"); err != nil || !strings.Contains(out, "registered runtime cli-ok") {
+	if out, err := cli("runtime", "add", "bad", "--protocol", "claude-stream-json", "--env", "ANTHROPIC_API_KEY", "--", "sh"); !errors.As(err, &exit) || !strings.Contains(out, "desk's model gateway") {
+		t.Errorf("cli provider key: %v %s", err, out)
+	}
+	if out, err := cli("runtime", "add", "cli-ok", "--protocol", "claude-stream-json", "--env", "DISABLE_TELEMETRY", "--", "sh"); err != nil || !strings.Contains(out, "registered runtime cli-ok") {
 		t.Fatalf("cli add: %v %s", err, out)
 	}
 	out, err := cli("runtime", "ls")
-	if err != nil || !strings.Contains(out, "cli-ok") || !strings.Contains(out, "ANTHROPIC_API_KEY") || strings.Contains(out, "bad") {
+	if err != nil || !strings.Contains(out, "cli-ok") || !strings.Contains(out, "DISABLE_TELEMETRY") || strings.Contains(out, "bad") {
 		t.Fatalf("cli ls: %v %s", err, out)
 	}
 	var list struct{ Runtimes []desk.Runtime }

@@ -126,37 +126,55 @@ type protocolCase struct {
 	// skip names subtests the pinned program cannot pass, with why: a
 	// fault of the program's own, shown in the test output, never desk's.
 	skip map[string]string
-	// model starts the scripted model server for the runtime at bin and
-	// returns the runtime's argv, the names of the variables it needs
-	// passed through, and their values for desk's environment.
+	// terminalOutside: the runtime's commands run in desk's terminal
+	// sandbox, not beside the runtime (they cannot see its processes).
+	terminalOutside bool
+	// model starts the scripted model server for the runtime at bin, as
+	// the operator's provider, and returns the runtime's argv, the names
+	// of the variables it needs passed through, and desk's environment
+	// (their values, and the provider's base URL and key).
 	model func(t *testing.T, bin string, m *scriptedModel, script func(modelCall) modelAnswer) (argv, envNames, deskEnv []string)
 }
 
-// Codex reads its model provider from -c overrides: the same for codex
-// app-server and codex-acp (which embeds Codex). on-request with a
+// operatorKey is the operator's provider key: desk's environment holds
+// it, the strict servers require it, and no runtime child may see it.
+const operatorKey = "sk-operator-key-the-child-never-sees-0123456789"
+
+// modelUsage is what every scripted answer reports using.
+var modelUsage = strict.Usage{Input: 1000, Output: 50}
+
+// codexConfig is Codex's configuration on the command line: the same for
+// codex app-server and codex-acp (which embeds Codex). on-request with a
 // read-only sandbox makes Codex ask before a command that leaves its
-// sandbox (docs/runtimes.md).
-func codexConfig(baseURL string) []string {
+// sandbox (docs/runtimes.md). codex app-server is pointed at desk's model
+// gateway by desk itself (the transport's arguments); codex-acp, an ACP
+// agent like any other, by the operator's arguments naming
+// ${DESK_GATEWAY_URL}, which desk fills in.
+func codexConfig(acp bool) []string {
+	kvs := []string{"model=gpt-test", "approval_policy=on-request", "sandbox_mode=read-only"}
+	if acp {
+		kvs = append(kvs, "model_provider=desk", "model_providers.desk.name=desk",
+			"model_providers.desk.base_url=${DESK_GATEWAY_URL}/v1",
+			"model_providers.desk.wire_api=responses",
+			"model_providers.desk.env_key=OPENAI_API_KEY",
+			"model_providers.desk.request_max_retries=0",
+			"model_providers.desk.stream_max_retries=0")
+	}
 	var out []string
-	for _, kv := range []string{
-		"model_provider=strict", "model_providers.strict.name=strict",
-		"model_providers.strict.base_url=" + baseURL,
-		"model_providers.strict.wire_api=responses",
-		"model_providers.strict.env_key=STRICT_KEY",
-		"model_providers.strict.request_max_retries=0",
-		"model_providers.strict.stream_max_retries=0",
-		"model=gpt-test", "approval_policy=on-request", "sandbox_mode=read-only",
-	} {
+	for _, kv := range kvs {
 		out = append(out, "-c", kv)
 	}
 	return out
 }
 
-// codexModel serves the OpenAI Responses API; a command is Codex's
-// exec_command asking to leave its sandbox, so Codex asks permission.
-func codexModel(args func(bin, url string) []string) func(*testing.T, string, *scriptedModel, func(modelCall) modelAnswer) ([]string, []string, []string) {
+// codexModel serves the OpenAI Responses API as the operator's OpenAI
+// (desk's OPENAI_BASE_URL and OPENAI_API_KEY; the runtime is registered
+// with no variables); a command is Codex's exec_command asking to leave
+// its sandbox, so Codex asks permission.
+func codexModel(args func(bin string) []string) func(*testing.T, string, *scriptedModel, func(modelCall) modelAnswer) ([]string, []string, []string) {
 	return func(t *testing.T, bin string, m *scriptedModel, script func(modelCall) modelAnswer) ([]string, []string, []string) {
 		srv := strict.NewResponses(t)
+		srv.RequireKey(operatorKey)
 		m.rejected = func() []string {
 			var out []string
 			for _, r := range srv.Rejected() {
@@ -178,23 +196,27 @@ func codexModel(args func(bin, url string) []string) func(*testing.T, string, *s
 			if a.Command != "" {
 				n++
 				in, _ := json.Marshal(map[string]string{"cmd": a.Command, "sandbox_permissions": "require_escalated", "justification": "the test asks for it"})
-				return strict.Reply{ToolCalls: []strict.Call{{ID: fmt.Sprintf("call_%d", n), Name: "exec_command", Arguments: string(in)}}}
+				return strict.Reply{ToolCalls: []strict.Call{{ID: fmt.Sprintf("call_%d", n), Name: "exec_command", Arguments: string(in)}}, Usage: modelUsage}
 			}
-			return strict.Reply{Text: a.Text}
+			return strict.Reply{Text: a.Text, Usage: modelUsage}
 		})
-		return args(bin, srv.BaseURL()), []string{"STRICT_KEY"}, []string{"STRICT_KEY=sk-test"}
+		return args(bin), nil, []string{"OPENAI_BASE_URL=" + srv.BaseURL(), "OPENAI_API_KEY=" + operatorKey}
 	}
 }
 
-// claudeModel serves the Anthropic Messages API; a command is a call of
-// bash, the name of Claude Code's shell tool where it runs (Bash in
-// Claude Code itself; mcp__acp__Bash under claude-code-acp, which routes
-// it through the client's terminal/create, that is through desk). Claude
-// Code's own side requests (without that tool) get plain text and are
-// not part of the conversation. argv is the runtime's command line.
+// claudeModel serves the Anthropic Messages API as the operator's
+// Anthropic (desk's ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY); a command
+// is a call of bash, the name of Claude Code's shell tool where it runs
+// (Bash in Claude Code itself; mcp__acp__Bash under claude-code-acp,
+// which routes it through the client's terminal/create, that is through
+// desk). Claude Code's own side requests (without that tool) get plain
+// text and are not part of the conversation. argv is the runtime's
+// command line; it is registered with Claude Code's quiet-mode variables
+// only.
 func claudeModel(bash string, argv func(bin string) []string) func(*testing.T, string, *scriptedModel, func(modelCall) modelAnswer) ([]string, []string, []string) {
 	return func(t *testing.T, bin string, m *scriptedModel, script func(modelCall) modelAnswer) ([]string, []string, []string) {
 		srv := strict.NewAnthropic(t)
+		srv.RequireKey(operatorKey)
 		m.rejected = func() []string {
 			var out []string
 			for _, r := range srv.Rejected() {
@@ -205,7 +227,7 @@ func claudeModel(bash string, argv func(bin string) []string) func(*testing.T, s
 		n := 0
 		srv.Respond(func(r strict.Request) strict.Reply {
 			if !slices.Contains(r.ToolNames(), bash) {
-				return strict.Reply{Text: "Title"}
+				return strict.Reply{Text: "Title", Usage: modelUsage}
 			}
 			c := modelCall{Users: r.UserTexts()}
 			for _, v := range r.ToolResults() {
@@ -219,16 +241,16 @@ func claudeModel(bash string, argv func(bin string) []string) func(*testing.T, s
 			if a.Command != "" {
 				n++
 				in, _ := json.Marshal(map[string]any{"command": a.Command, "description": "run it", "timeout": 60000})
-				return strict.Reply{ToolCalls: []strict.Call{{ID: fmt.Sprintf("toolu_desk%d", n), Name: bash, Arguments: string(in)}}}
+				return strict.Reply{ToolCalls: []strict.Call{{ID: fmt.Sprintf("toolu_desk%d", n), Name: bash, Arguments: string(in)}}, Usage: modelUsage}
 			}
-			return strict.Reply{Text: a.Text}
+			return strict.Reply{Text: a.Text, Usage: modelUsage}
 		})
-		env := []string{"ANTHROPIC_BASE_URL=" + srv.BaseURL(), "ANTHROPIC_API_KEY=dummy", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_BUG_COMMAND=1"}
+		env := []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_BUG_COMMAND=1"}
 		names := make([]string, len(env)) // the runtime is registered with the variables' names
 		for i, kv := range env {
 			names[i], _, _ = strings.Cut(kv, "=")
 		}
-		return argv(bin), names, env
+		return argv(bin), names, append(env, "ANTHROPIC_BASE_URL="+srv.BaseURL(), "ANTHROPIC_API_KEY="+operatorKey)
 	}
 }
 
@@ -236,12 +258,15 @@ func claudeModel(bash string, argv func(bin string) []string) func(*testing.T, s
 // users run.
 var protocolCases = []protocolCase{
 	{name: "acp", protocol: "acp", bin: "codex-acp", what: "codex-acp (@zed-industries/codex-acp)",
-		model: codexModel(func(bin, url string) []string { return append([]string{bin}, codexConfig(url)...) })},
+		model: codexModel(func(bin string) []string { return append([]string{bin}, codexConfig(true)...) })},
 	// Claude Code over ACP: the adapter hands Claude Code's file and shell
 	// tools to the client, so its commands are desk's terminals and its
 	// writes desk's fs/write_text_file.
 	{name: "acp-claude", protocol: "acp", bin: "claude-code-acp", what: "claude-code-acp (@zed-industries/claude-code-acp)",
 		model: claudeModel("mcp__acp__Bash", func(bin string) []string { return []string{bin} }),
+		// Its Bash is desk's terminal: a sandbox of its own, not the
+		// runtime's.
+		terminalOutside: true,
 		// Its session/cancel answers the prompt "cancelled" at once but
 		// leaves the model call running; that call's answer then ends the
 		// next prompt early (measured: the next turn ended in 31 ms with
@@ -249,7 +274,7 @@ var protocolCases = []protocolCase{
 		// open). Its successors fix the cancel path but need Node 22.
 		skip: map[string]string{"interrupt": "claude-code-acp 0.16.2 leaks an interrupted turn's model answer into the next prompt (docs/runtimes.md)"}},
 	{name: "codex-app-server", protocol: "codex-app-server", bin: "codex", what: "Codex (@openai/codex)",
-		model: codexModel(func(bin, url string) []string { return append([]string{bin, "app-server"}, codexConfig(url)...) })},
+		model: codexModel(func(bin string) []string { return append([]string{bin, "app-server"}, codexConfig(false)...) })},
 	{name: "claude-stream-json", protocol: "claude-stream-json", bin: "claude", what: "Claude Code (@anthropic-ai/claude-code)",
 		model: claudeModel("Bash", func(bin string) []string { return []string{bin, "--model", "claude-sonnet-4-5"} })},
 }

@@ -35,6 +35,25 @@ var _ wire.Transport = Transport{}
 // Args is nil: codex reopens a thread over the wire (thread/resume).
 func (Transport) Args(string) []string { return nil }
 
+// GatewayArgs points Codex at desk's model gateway: a model provider of
+// its own speaking the Responses API, whose key is the child's gateway
+// credential (OPENAI_API_KEY of its environment). Codex's built-in
+// openai provider takes neither its base URL nor its key from the
+// environment in app-server mode (measured with 0.171.0: it sends no
+// Authorization without a login), hence a provider of desk's.
+func (Transport) GatewayArgs(url string) []string {
+	var out []string
+	for _, kv := range []string{
+		"model_provider=desk", "model_providers.desk.name=desk",
+		"model_providers.desk.base_url=" + url + "/v1",
+		"model_providers.desk.wire_api=responses",
+		"model_providers.desk.env_key=OPENAI_API_KEY",
+	} {
+		out = append(out, "-c", kv)
+	}
+	return out
+}
+
 // Attach reads the child's stdout and sends initialize.
 func (Transport) Attach(ctx context.Context, stdio wire.Stdio, opts wire.Options) (wire.Conn, error) {
 	log := opts.Log

@@ -29,6 +29,14 @@ const (
 	ClaudeStreamJSON Protocol = "claude-stream-json"
 )
 
+// GatewayArgs is implemented by a transport whose program reads its
+// model endpoint from its command line rather than from the
+// environment: the arguments point it at desk's model gateway, whose root
+// URL (http://127.0.0.1:PORT) is given, and come after the operator's.
+type GatewayArgs interface {
+	GatewayArgs(url string) []string
+}
+
 // Transport speaks one protocol. It is stateless; Attach makes a Conn per
 // child process.
 type Transport interface {
