@@ -39,9 +39,11 @@ type world struct {
 	logs         []string
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { return newWorldWith(t, app.Config{}) }
+
+func newWorldWith(t testing.TB, cfg app.Config) *world {
 	t.Helper()
-	env := apptest.Start(t, app.Config{})
+	env := apptest.Start(t, cfg)
 	ctx := context.Background()
 	admin, err := client.New(env.Server.URL, env.Token)
 	if err != nil {
