@@ -575,6 +575,10 @@ func TestActorScoping(t *testing.T) {
 	if read.Text != "bob's secret text" {
 		t.Fatalf("bob's own read = %+v", read)
 	}
+	// One server serves both sessions: alice's calls still run as alice.
+	if msg := callErr(t, cs, "artifact_read", map[string]any{"session_id": bs.ID, "artifact_id": ba.ID}); strings.Contains(msg, "bob's secret text") || !strings.Contains(msg, "not_found") {
+		t.Fatalf("alice's read beside bob's session: %s", msg)
+	}
 	// A session is bound to the token that opened it.
 	resp := rawPost(t, w.mcpURL, w.tokB, csHeaders(cs), `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
 	if resp.StatusCode < 400 {

@@ -5,14 +5,16 @@
 // artifacts and files, answer approvals and questions.
 //
 // Every tool is implemented on desk's Go client (package client), the same
-// one the CLI uses, and never on the services directly. A server is bound
-// to one client, and so to one bearer token:
+// one the CLI uses, and never on the services directly. Every request runs
+// as its caller's client, and so as one bearer token:
 //
-//   - Streamable HTTP at /mcp (NewHTTPHandler, mounted by package app): each
-//     MCP session gets a client whose requests carry the bearer token that
-//     opened the session and go straight to desk's own HTTP handler in
-//     process (no socket). The token is checked on every /mcp request, and
-//     a session can only be used with the token that opened it.
+//   - Streamable HTTP at /mcp (NewHTTPHandler, mounted by package app): one
+//     server, built once, serves every MCP session; each request's client
+//     carries the bearer token of that request (the one that opened the
+//     session) and goes straight to desk's own HTTP handler in process (no
+//     socket). The token is checked on every /mcp request, a session can
+//     only be used with the token that opened it, and a token keeps at most
+//     DefaultSessionsPerToken sessions open (see sessionTable).
 //   - stdio (desk mcp, RunStdio): one session, a client over the network
 //     with the CLI's address and token rules.
 //

@@ -38,4 +38,3 @@ func BenchmarkMCPSessions(b *testing.B) {
 	b.ReportMetric(float64(int64(after.StackInuse)-int64(before.StackInuse))/n, "stack-B/session")
 	b.ReportMetric(float64(runtime.NumGoroutine()-g0)/n, "goroutines/session")
 }
-

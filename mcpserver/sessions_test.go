@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/client"
 	"github.com/desk-runtime/desk/mcpserver"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -204,5 +205,43 @@ func TestIdleSessionsCloseAfterTenMinutes(t *testing.T) {
 		if n := b.sessions(); n != 0 {
 			t.Fatalf("%d sessions open after everything idled out", n)
 		}
+	})
+}
+
+// Two sessions subscribed to one resource share its follower; when the
+// session whose client runs it ends, the other keeps being notified.
+func TestSubscriptionOutlivesTheSessionThatStartedIt(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	ctx := context.Background()
+	ses, err := w.clientA.CreateSession(ctx, w.ws, client.SessionCreate{Title: "watched"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	art, err := w.clientA.PutArtifact(ctx, ses.ID, "a.md", strings.NewReader("# one\n"), -1, client.PutOptions{MediaType: "text/markdown"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uri := "desk://sessions/" + ses.ID + "/artifacts/" + art.ID
+	first, second := w.connect(t, w.tokA), w.connect(t, w.tokA)
+	for _, cs := range []*sdk.ClientSession{first, second} {
+		if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the first session closed", func() bool { return w.env.App.MCP.Sessions() == 1 })
+	seen := len(w.resourceUpdates())
+	eventually(t, "a change notified to the second session", func() bool {
+		if len(w.resourceUpdates()) > seen {
+			return true
+		}
+		if _, err := w.clientA.UpdateArtifact(ctx, ses.ID, art.ID, strings.NewReader("# two\n"), 6, "text/markdown"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		return len(w.resourceUpdates()) > seen
 	})
 }
