@@ -20,8 +20,10 @@ const ping = `{"jsonrpc":"2.0","id":2,"method":"ping"}`
 // The 33rd session of a token closes that token's least recently used
 // idle session, on desk's real /mcp; the closed one answers 404 (so its
 // host opens a new one), the others and another token's keep working.
+//
+// Not parallel: apptest's goroutine-leak check is process-wide, so another
+// test's running desk would count as this one's leak.
 func TestThe33rdSessionOfATokenEvictsItsLeastRecentlyUsed(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	var hs []http.Header
 	for range mcpserver.DefaultSessionsPerToken {
@@ -211,7 +213,6 @@ func TestIdleSessionsCloseAfterTenMinutes(t *testing.T) {
 // Two sessions subscribed to one resource share its follower; when the
 // session whose client runs it ends, the other keeps being notified.
 func TestSubscriptionOutlivesTheSessionThatStartedIt(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	ses, err := w.clientA.CreateSession(ctx, w.ws, client.SessionCreate{Title: "watched"})
