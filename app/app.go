@@ -121,6 +121,9 @@ type Config struct {
 	// MCPOrigins are browser origins allowed at /mcp besides loopback ones
 	// (DESK_MCP_ORIGINS).
 	MCPOrigins []string
+	// MCPSessionsPerToken caps the MCP sessions one token keeps open at
+	// /mcp (DESK_MCP_SESSIONS_PER_TOKEN; 0: mcpserver.DefaultSessionsPerToken).
+	MCPSessionsPerToken int
 }
 
 // App is a running desk without its listener.
@@ -151,6 +154,8 @@ type App struct {
 	Templates *template.Service
 	Absorb    *absorb.Service
 	UI        *uistate.Service // drafts, open holds, unread
+	// MCP serves /mcp.
+	MCP *mcpserver.Handler
 	// Runtimes is the operator's registry of external agent runtimes;
 	// Host runs the turns of the sessions backed by one.
 	Runtimes *runtimehost.Registry
@@ -447,11 +452,12 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	apiH := api.Handler()
 	mux := http.NewServeMux()
 	mcpH := mcpserver.NewHTTPHandler(apiH, mcpserver.HTTPOptions{Authenticate: a.Workspaces.Authenticate,
-		AllowedOrigins: cfg.MCPOrigins, Version: cfg.Version, Logger: a.Logger.With("component", "mcp")})
+		AllowedOrigins: cfg.MCPOrigins, SessionsPerToken: cfg.MCPSessionsPerToken, Version: cfg.Version, Logger: a.Logger.With("component", "mcp")})
 	// MCP sessions close first: they call into everything below.
 	if err := a.open(ctx, "mcp", mcpH); err != nil {
 		return nil, err
 	}
+	a.MCP = mcpH
 	mux.Handle(mcpserver.Path, mcpH)
 	mux.Handle("/", apiH)
 	a.Handler = mux

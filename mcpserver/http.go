@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/desk-runtime/desk"
@@ -31,9 +30,10 @@ const Path = "/mcp"
 // one is refused with HTTP 413 and a JSON-RPC error before it is parsed.
 const MaxMessageBytes = 4 << 20
 
-// SessionTimeout closes an MCP session idle this long; the host opens a
-// new one (initialize again) when it comes back.
-const SessionTimeout = time.Hour
+// SessionTimeout closes an MCP session idle this long (no request from
+// its host; an open GET stream alone does not count, as in the SDK): the
+// host opens a new one (initialize again) when it comes back.
+const SessionTimeout = 10 * time.Minute
 
 // TransportOptions configure the streamable HTTP transport shared by desk's
 // /mcp endpoint and the conformance fixture server.
@@ -45,7 +45,25 @@ type TransportOptions struct {
 	// besides loopback ones; see CheckOrigin.
 	AllowedOrigins []string
 	Logger         *slog.Logger
+	// SessionsPerToken caps the MCP sessions one bearer token keeps open
+	// (0: DefaultSessionsPerToken). See sessionTable.
+	SessionsPerToken int
+	// SessionTimeout closes a session idle this long (0: SessionTimeout).
+	SessionTimeout time.Duration
 }
+
+// Endpoint is an MCP streamable HTTP endpoint (see Transport). Close ends
+// every session it opened and waits for what it started.
+type Endpoint struct {
+	h        http.Handler
+	sessions *sessionTable
+}
+
+func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) { e.h.ServeHTTP(w, r) }
+
+// Close refuses new sessions, closes the open ones and waits for their
+// watchers; it is idempotent.
+func (e *Endpoint) Close(ctx context.Context) error { return e.sessions.close(ctx) }
 
 // Transport wraps the SDK's streamable HTTP handler (sessions, the
 // Mcp-Session-Id and MCP-Protocol-Version rules, SSE streams and their
@@ -55,23 +73,31 @@ type TransportOptions struct {
 //     the SDK also refuses a non-loopback Host on a loopback listener.
 //  2. Bearer-token authentication (401 with WWW-Authenticate); a session is
 //     bound to the token that opened it, so another token cannot use it.
-//  3. For a POST, the message itself: more than MaxMessageBytes is 413,
+//  3. The per-token session cap (sessionTable): a token opening one
+//     session more than SessionsPerToken closes its least recently used
+//     idle session, or is refused with 429 when none is idle.
+//  4. For a POST, the message itself: more than MaxMessageBytes is 413,
 //     bytes that are not JSON are -32700 (parse error), JSON that is not a
 //     JSON-RPC 2.0 message is -32600 (invalid request), each a JSON-RPC
 //     error body. Unknown methods (-32601) and bad params (-32602) are the
 //     SDK's answers on the session's stream.
 //
-// getServer returns the MCP server for a new session.
-func Transport(getServer func(*http.Request) *sdk.Server, o TransportOptions) http.Handler {
+// getServer returns the MCP server for a request (the SDK asks on every
+// request, not only for a new session): one server can serve every
+// session, which is what keeps a session cheap.
+func Transport(getServer func(*http.Request) *sdk.Server, o TransportOptions) *Endpoint {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Verify == nil {
 		panic("mcpserver: TransportOptions.Verify is required")
 	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = SessionTimeout
+	}
 	streamable := sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
 		Logger:              o.Logger,
-		SessionTimeout:      SessionTimeout,
+		SessionTimeout:      o.SessionTimeout,
 		MaxRequestBodyBytes: MaxMessageBytes,
 		// Streams a host lost can be resumed with Last-Event-ID.
 		EventStore: sdk.NewMemoryEventStore(nil),
@@ -85,22 +111,38 @@ func Transport(getServer func(*http.Request) *sdk.Server, o TransportOptions) ht
 		}
 		// The session is bound to this exact token (by digest): a request
 		// with another token, even of the same actor, is refused.
+		// The token itself rides along for the server's tools, which call
+		// desk as the caller (bearerToken).
 		sum := sha256.Sum256([]byte(token))
-		return &auth.TokenInfo{UserID: hex.EncodeToString(sum[:])}, nil
+		return &auth.TokenInfo{UserID: hex.EncodeToString(sum[:]), Extra: map[string]any{tokenExtra: token}}, nil
 	}
-	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(checkMessage(streamable))
+	sessions := newSessionTable(o.SessionsPerToken, getServer)
+	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(checkMessage(sessions.wrap(streamable)))
 	allowed := map[string]bool{}
 	for _, s := range o.AllowedOrigins {
 		allowed[strings.TrimRight(strings.ToLower(s), "/")] = true
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return &Endpoint{sessions: sessions, h: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := CheckOrigin(r, allowed); err != nil {
 			o.Logger.Warn("mcp request refused", "origin", r.Header.Get("Origin"), "err", err)
 			writeRPCError(w, http.StatusForbidden, jsonrpc.CodeInvalidRequest, err.Error())
 			return
 		}
 		authed.ServeHTTP(challenge{w}, r)
-	})
+	})}
+}
+
+// tokenExtra is the TokenInfo.Extra key of the verified bearer token.
+const tokenExtra = "desk.token"
+
+// bearerToken is the verified bearer token a request over Transport
+// carries, or "".
+func bearerToken(extra *sdk.RequestExtra) string {
+	if extra == nil || extra.TokenInfo == nil {
+		return ""
+	}
+	tok, _ := extra.TokenInfo.Extra[tokenExtra].(string)
+	return tok
 }
 
 // challenge adds the bearer challenge to a 401, as RFC 6750 requires.
@@ -305,104 +347,64 @@ type HTTPOptions struct {
 	Authenticate func(ctx context.Context, token string) (desk.Principal, error)
 	// AllowedOrigins: see TransportOptions.
 	AllowedOrigins []string
-	Version        string
-	Logger         *slog.Logger
+	// SessionsPerToken and SessionTimeout: see TransportOptions.
+	SessionsPerToken int
+	SessionTimeout   time.Duration
+	Version          string
+	Logger           *slog.Logger
 }
 
 // Handler is desk's /mcp endpoint. It is a component: Close ends every
-// MCP session it opened (their streams and the SDK's reader goroutines)
-// and refuses new ones, so a closing desk leaves nothing running.
+// MCP session it opened (their streams, the SDK's reader goroutines and
+// the resource followers) and refuses new ones, so a closing desk leaves
+// nothing running.
 type Handler struct {
-	h http.Handler
-
-	mu      sync.Mutex
-	closed  bool
-	servers map[*sdk.Server]time.Time // a server per MCP session, by birth
+	e *Endpoint
+	b *backend
 }
 
-// NewHTTPHandler serves MCP at /mcp for desk: each MCP session gets a
-// server whose client carries the bearer token that opened the session and
-// sends its requests to api, desk's HTTP handler, in process.
+// NewHTTPHandler serves MCP at /mcp for desk. One server, built once,
+// serves every MCP session: a request's tools call desk with a client
+// that carries the request's own bearer token (the one that opened the
+// session: the SDK refuses any other) and sends its requests to api,
+// desk's HTTP handler, in process. A session therefore holds no desk
+// state of its own beyond its subscriptions.
 func NewHTTPHandler(api http.Handler, o HTTPOptions) *Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	hc := &http.Client{Transport: handlerTransport{h: api, logger: o.Logger}}
-	mh := &Handler{servers: map[*sdk.Server]time.Time{}}
-	mh.h = Transport(func(r *http.Request) *sdk.Server {
-		// Transport authenticated this request already: the token is there.
-		var tok string
-		if f := strings.Fields(r.Header.Get("Authorization")); len(f) == 2 {
-			tok = f[1]
+	b := newBackend(func(extra *sdk.RequestExtra) *client.Client {
+		tok := bearerToken(extra)
+		if tok == "" {
+			return nil
 		}
-		c := &client.Client{BaseURL: "http://desk.in-process", Token: tok, HTTP: hc, UserAgent: "desk-mcp"}
-		srv := New(c, Options{Version: o.Version, Logger: o.Logger})
-		if !mh.track(srv) {
-			return nil // closing: the SDK answers that no session can start
-		}
-		return srv
-	}, TransportOptions{
+		return &client.Client{BaseURL: "http://desk.in-process", Token: tok, HTTP: hc, UserAgent: "desk-mcp"}
+	}, Options{Version: o.Version, Logger: o.Logger})
+	e := Transport(func(*http.Request) *sdk.Server { return b.srv }, TransportOptions{
 		Verify: func(ctx context.Context, token string) error {
 			_, err := o.Authenticate(ctx, token)
 			return err
 		},
-		AllowedOrigins: o.AllowedOrigins,
-		Logger:         o.Logger,
+		AllowedOrigins:   o.AllowedOrigins,
+		Logger:           o.Logger,
+		SessionsPerToken: o.SessionsPerToken,
+		SessionTimeout:   o.SessionTimeout,
 	})
-	return mh
+	return &Handler{e: e, b: b}
 }
 
-// serverGrace is how long a new server may have no session before it is
-// forgotten: the SDK connects it right after getServer returns.
-const serverGrace = time.Minute
-
-// track remembers a session's server and forgets the servers whose
-// sessions ended, so the set stays as large as the live sessions.
-func (h *Handler) track(srv *sdk.Server) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return false
-	}
-	now := time.Now()
-	for s, born := range h.servers {
-		if now.Sub(born) > serverGrace && !hasSession(s) {
-			delete(h.servers, s)
-		}
-	}
-	h.servers[srv] = now
-	return true
-}
-
-func hasSession(s *sdk.Server) bool {
-	for range s.Sessions() {
-		return true
-	}
-	return false
-}
-
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.h.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.e.ServeHTTP(w, r) }
 
 // Open is a no-op: the handler is ready when made.
 func (h *Handler) Open(context.Context) error { return nil }
 
-// Close ends every live MCP session; it is idempotent.
+// Close ends every live MCP session and waits for the goroutines that
+// served them; it is idempotent.
 func (h *Handler) Close(ctx context.Context) error {
-	h.mu.Lock()
-	h.closed = true
-	servers := h.servers
-	h.servers = map[*sdk.Server]time.Time{}
-	h.mu.Unlock()
-	var errs []error
-	for s := range servers {
-		for ss := range s.Sessions() {
-			if err := ss.Close(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
-	return errors.Join(errs...)
+	err := h.e.Close(ctx)
+	return errors.Join(err, h.b.wait(ctx))
 }
+
+// Sessions is the number of open MCP sessions (for tests and benchmarks).
+func (h *Handler) Sessions() int { return h.e.sessions.count("") }

@@ -39,9 +39,11 @@ type world struct {
 	logs         []string
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { return newWorldWith(t, app.Config{}) }
+
+func newWorldWith(t testing.TB, cfg app.Config) *world {
 	t.Helper()
-	env := apptest.Start(t, app.Config{})
+	env := apptest.Start(t, cfg)
 	ctx := context.Background()
 	admin, err := client.New(env.Server.URL, env.Token)
 	if err != nil {
@@ -572,6 +574,10 @@ func TestActorScoping(t *testing.T) {
 	call(t, csB, "artifact_read", map[string]any{"session_id": bs.ID, "artifact_id": ba.ID}, &read)
 	if read.Text != "bob's secret text" {
 		t.Fatalf("bob's own read = %+v", read)
+	}
+	// One server serves both sessions: alice's calls still run as alice.
+	if msg := callErr(t, cs, "artifact_read", map[string]any{"session_id": bs.ID, "artifact_id": ba.ID}); strings.Contains(msg, "bob's secret text") || !strings.Contains(msg, "not_found") {
+		t.Fatalf("alice's read beside bob's session: %s", msg)
 	}
 	// A session is bound to the token that opened it.
 	resp := rawPost(t, w.mcpURL, w.tokB, csHeaders(cs), `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)

@@ -5,14 +5,16 @@
 // artifacts and files, answer approvals and questions.
 //
 // Every tool is implemented on desk's Go client (package client), the same
-// one the CLI uses, and never on the services directly. A server is bound
-// to one client, and so to one bearer token:
+// one the CLI uses, and never on the services directly. Every request runs
+// as its caller's client, and so as one bearer token:
 //
-//   - Streamable HTTP at /mcp (NewHTTPHandler, mounted by package app): each
-//     MCP session gets a client whose requests carry the bearer token that
-//     opened the session and go straight to desk's own HTTP handler in
-//     process (no socket). The token is checked on every /mcp request, and
-//     a session can only be used with the token that opened it.
+//   - Streamable HTTP at /mcp (NewHTTPHandler, mounted by package app): one
+//     server, built once, serves every MCP session; each request's client
+//     carries the bearer token of that request (the one that opened the
+//     session) and goes straight to desk's own HTTP handler in process (no
+//     socket). The token is checked on every /mcp request, a session can
+//     only be used with the token that opened it, and a token keeps at most
+//     DefaultSessionsPerToken sessions open (see sessionTable).
 //   - stdio (desk mcp, RunStdio): one session, a client over the network
 //     with the CLI's address and token rules.
 //
@@ -49,24 +51,44 @@ type Options struct {
 	Logger  *slog.Logger // the server's own diagnostics; nil discards them
 }
 
-// backend is one server's view of desk: a client with one token, and the
-// live subscriptions of its session(s).
+// backend is desk's MCP server: the tools, prompts and resources, built
+// once and shared by every MCP session it serves. Nothing in it belongs to
+// one caller: each request finds its caller's client in its context (see
+// withCaller), and the only per-session state is the subscriptions a
+// session made, created when it subscribes.
 type backend struct {
-	c      *client.Client
-	srv    *sdk.Server
-	logger *slog.Logger
+	srv *sdk.Server
+	// callerOf is the desk client of a request's caller, nil when the
+	// request names none.
+	callerOf func(*sdk.RequestExtra) *client.Client
+	logger   *slog.Logger
 
-	mu   sync.Mutex
-	subs map[string]context.CancelFunc // resource URI → its follower
+	mu      sync.Mutex
+	subs    map[string]*follower        // resource URI → its follower
+	watched map[*sdk.ServerSession]bool // sessions whose end drops their subscriptions
+	wg      sync.WaitGroup              // followers and session watchers
+}
+
+// follower follows one resource's session events for every MCP session
+// subscribed to it, with the client of one of them (owner): one event
+// stream per resource, so a change is notified once to each subscriber.
+type follower struct {
+	cancel context.CancelFunc
+	owner  *sdk.ServerSession
+	subs   map[*sdk.ServerSession]*client.Client
 }
 
 // New returns an MCP server whose every tool, resource and prompt talks to
 // desk through c.
 func New(c *client.Client, o Options) *sdk.Server {
+	return newBackend(func(*sdk.RequestExtra) *client.Client { return c }, o).srv
+}
+
+func newBackend(callerOf func(*sdk.RequestExtra) *client.Client, o Options) *backend {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	b := &backend{c: c, logger: o.Logger, subs: map[string]context.CancelFunc{}}
+	b := &backend{callerOf: callerOf, logger: o.Logger, subs: map[string]*follower{}, watched: map[*sdk.ServerSession]bool{}}
 	b.srv = sdk.NewServer(&sdk.Implementation{Name: "desk", Title: "desk", Version: o.Version}, &sdk.ServerOptions{
 		Instructions: "desk is a durable workspace runtime for AI agents. Use workspaces_list and sessions_list to find a session " +
 			"(or session_create to start one), session_send with wait:true to hand it a task and get the reply, " +
@@ -86,7 +108,50 @@ func New(c *client.Client, o Options) *sdk.Server {
 	b.addTools(b.srv)
 	b.addResources(b.srv)
 	b.addPrompts(b.srv)
-	return b.srv
+	b.srv.AddReceivingMiddleware(b.withCaller)
+	return b
+}
+
+// callerKey is the context key of a request's desk client.
+type callerKey struct{}
+
+// withCaller puts the request's caller (its desk client) into the context
+// every handler gets, and answers resources/list, which depends on the
+// caller: resources come and go with sessions, so none is registered up
+// front. A request without a caller is refused.
+func (b *backend) withCaller(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		c := b.callerOf(req.GetExtra())
+		if c == nil {
+			return nil, desk.Errorf(desk.EUNAUTHORIZED, "the request carries no desk token")
+		}
+		ctx = context.WithValue(ctx, callerKey{}, c)
+		if method == "resources/list" {
+			return b.listResources(ctx)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// caller is the desk client withCaller put into ctx.
+func caller(ctx context.Context) *client.Client {
+	return ctx.Value(callerKey{}).(*client.Client)
+}
+
+// wait waits for the followers and session watchers to end; they end
+// when their sessions close.
+func (b *backend) wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		b.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Resource URIs.
@@ -134,26 +199,16 @@ func (b *backend) addResources(s *sdk.Server) {
 		Name: "transcript", Title: "A session's transcript", URITemplate: transcriptTemplate,
 		Description: "The orchestrator transcript of a desk session as Markdown.", MIMEType: "text/markdown",
 	}, b.readResource)
-	// resources/list is answered from desk, for this token, at each call:
-	// resources come and go with sessions, so none is registered up front.
-	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
-		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-			if method == "resources/list" {
-				return b.listResources(ctx)
-			}
-			return next(ctx, method, req)
-		}
-	})
 }
 
 func (b *backend) listResources(ctx context.Context) (*sdk.ListResourcesResult, error) {
 	res := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}}
-	wss, err := b.c.ListWorkspaces(ctx)
+	wss, err := caller(ctx).ListWorkspaces(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, ws := range wss {
-		ss, err := b.c.ListSessions(ctx, ws.ID, client.SessionFilter{})
+		ss, err := caller(ctx).ListSessions(ctx, ws.ID, client.SessionFilter{})
 		if err != nil {
 			return nil, err
 		}
@@ -163,7 +218,7 @@ func (b *backend) listResources(ctx context.Context) (*sdk.ListResourcesResult, 
 			}
 			res.Resources = append(res.Resources, &sdk.Resource{URI: transcriptURI(x.ID), Name: x.ID + "/transcript",
 				Title: "Transcript of " + orID(x.Title, x.ID), MIMEType: "text/markdown"})
-			as, err := b.c.ListArtifacts(ctx, x.ID)
+			as, err := caller(ctx).ListArtifacts(ctx, x.ID)
 			if err != nil {
 				return nil, err
 			}
@@ -195,7 +250,7 @@ func (b *backend) readResource(ctx context.Context, req *sdk.ReadResourceRequest
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
 	if art == "" {
-		ms, err := b.c.Transcript(ctx, ses, client.TranscriptOptions{Limit: 500})
+		ms, err := caller(ctx).Transcript(ctx, ses, client.TranscriptOptions{Limit: 500})
 		if err != nil {
 			return nil, resourceError(uri, err)
 		}
@@ -246,8 +301,7 @@ func renderTranscript(ms []*desk.Message) string {
 
 // subscribe follows the session's live events and notifies the resource
 // when its artifact changes (or, for a transcript, when the assistant
-// answers),
-// until unsubscribed or the MCP session ends.
+// answers), until every subscriber unsubscribed or ended its MCP session.
 func (b *backend) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
 	uri := req.Params.URI
 	ses, art, ok := parseURI(uri)
@@ -255,34 +309,85 @@ func (b *backend) subscribe(ctx context.Context, req *sdk.SubscribeRequest) erro
 		return sdk.ResourceNotFoundError(uri)
 	}
 	// Refuse what the token cannot see, as a read would.
+	c := caller(ctx)
 	var err error
 	if art != "" {
-		_, err = b.c.GetArtifact(ctx, ses, art)
+		_, err = c.GetArtifact(ctx, ses, art)
 	} else {
-		_, err = b.c.GetSession(ctx, ses)
+		_, err = c.GetSession(ctx, ses)
 	}
 	if err != nil {
 		return resourceError(uri, err)
 	}
+	ss := req.Session
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if _, ok := b.subs[uri]; ok {
-		return nil
+	f := b.subs[uri]
+	if f == nil {
+		f = &follower{subs: map[*sdk.ServerSession]*client.Client{}}
+		b.subs[uri] = f
 	}
-	fctx, cancel := context.WithCancel(context.Background())
-	b.subs[uri] = cancel
-	if ss := req.Session; ss != nil {
-		go func() {
+	f.subs[ss] = c
+	if f.cancel == nil {
+		b.startFollower(uri, f, ss, c)
+	}
+	if ss != nil && !b.watched[ss] {
+		b.watched[ss] = true
+		b.wg.Go(func() {
 			_ = ss.Wait()
-			cancel()
-		}()
+			b.dropSession(ss)
+		})
 	}
-	go b.follow(fctx, uri, ses, art)
 	return nil
 }
 
-func (b *backend) follow(ctx context.Context, uri, ses, art string) {
-	err := b.c.Events(ctx, client.EventFilter{Session: ses}, -1, func(e *desk.Event) error {
+// startFollower starts f's event stream with the client of owner.
+// Called with b.mu held.
+func (b *backend) startFollower(uri string, f *follower, owner *sdk.ServerSession, c *client.Client) {
+	ses, art, _ := parseURI(uri)
+	fctx, cancel := context.WithCancel(context.Background())
+	f.cancel, f.owner = cancel, owner
+	b.wg.Go(func() { b.follow(fctx, c, uri, ses, art) })
+}
+
+// leave removes ss from the subscribers of uri: the last one stops the
+// follower, and the owner's leaving hands it to another subscriber's
+// client. Called with b.mu held.
+func (b *backend) leave(uri string, ss *sdk.ServerSession) {
+	f := b.subs[uri]
+	if f == nil {
+		return
+	}
+	if _, ok := f.subs[ss]; !ok {
+		return
+	}
+	delete(f.subs, ss)
+	if len(f.subs) == 0 {
+		f.cancel()
+		delete(b.subs, uri)
+		return
+	}
+	if f.owner == ss {
+		f.cancel()
+		for next, c := range f.subs {
+			b.startFollower(uri, f, next, c)
+			break
+		}
+	}
+}
+
+// dropSession forgets the subscriptions of an MCP session that ended.
+func (b *backend) dropSession(ss *sdk.ServerSession) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.watched, ss)
+	for uri := range b.subs {
+		b.leave(uri, ss)
+	}
+}
+
+func (b *backend) follow(ctx context.Context, c *client.Client, uri, ses, art string) {
+	err := c.Events(ctx, client.EventFilter{Session: ses}, -1, func(e *desk.Event) error {
 		changed := false
 		switch {
 		case art != "" && strings.HasPrefix(e.Type, "artifact."):
@@ -308,10 +413,7 @@ func (b *backend) follow(ctx context.Context, uri, ses, art string) {
 func (b *backend) unsubscribe(_ context.Context, req *sdk.UnsubscribeRequest) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if cancel, ok := b.subs[req.Params.URI]; ok {
-		cancel()
-		delete(b.subs, req.Params.URI)
-	}
+	b.leave(req.Params.URI, req.Session)
 	return nil
 }
 
@@ -331,14 +433,14 @@ func (b *backend) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.
 	case "art":
 		if p.Context != nil && p.Context.Arguments["ses"] != "" {
 			var as []*desk.Artifact
-			as, err = b.c.ListArtifacts(ctx, p.Context.Arguments["ses"])
+			as, err = caller(ctx).ListArtifacts(ctx, p.Context.Arguments["ses"])
 			for _, a := range as {
 				vals = append(vals, a.ID)
 			}
 		}
 	case "workspace_id":
 		var wss []*desk.Workspace
-		wss, err = b.c.ListWorkspaces(ctx)
+		wss, err = caller(ctx).ListWorkspaces(ctx)
 		for _, w := range wss {
 			vals = append(vals, w.ID)
 		}
@@ -360,13 +462,13 @@ func (b *backend) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.
 }
 
 func (b *backend) sessionIDs(ctx context.Context) ([]string, error) {
-	wss, err := b.c.ListWorkspaces(ctx)
+	wss, err := caller(ctx).ListWorkspaces(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var ids []string
 	for _, w := range wss {
-		ss, err := b.c.ListSessions(ctx, w.ID, client.SessionFilter{})
+		ss, err := caller(ctx).ListSessions(ctx, w.ID, client.SessionFilter{})
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/desk-runtime/desk/client"
@@ -12,7 +13,10 @@ import (
 // JSON-RPC, the stdio transport) until the host closes in or ctx ends.
 // Every call goes to desk through c, over the network.
 func RunStdio(ctx context.Context, c *client.Client, in io.Reader, out io.Writer, o Options) error {
-	return New(c, o).Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	b := newBackend(func(*sdk.RequestExtra) *client.Client { return c }, o)
+	err := b.srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	// The session ended: its resource followers stop; wait for them.
+	return errors.Join(err, b.wait(context.WithoutCancel(ctx)))
 }
 
 type nopWriteCloser struct{ io.Writer }

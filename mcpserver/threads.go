@@ -31,7 +31,7 @@ type (
 func (b *backend) addThreadTools(s *sdk.Server) {
 	addTool(s, "threads_list", "List a session's handler threads in start order: objective, state (active or concluded), history mode, group, surface (send to it with session_send surface) and latest episode summary; never transcripts.",
 		func(ctx context.Context, _ *sdk.CallToolRequest, in threadsListArgs) (threadsOut, error) {
-			ts, err := b.c.Threads(ctx, in.SessionID, in.ThreadGroupID)
+			ts, err := caller(ctx).Threads(ctx, in.SessionID, in.ThreadGroupID)
 			return threadsOut{nonNil(ts)}, err
 		})
 	addTool(s, "thread_episodes", "Read the durable episodes a handler thread reported, in the order recorded, with their bodies (episode_ids: only those).",
@@ -39,11 +39,11 @@ func (b *backend) addThreadTools(s *sdk.Server) {
 }
 
 func (b *backend) threadEpisodes(ctx context.Context, _ *sdk.CallToolRequest, in threadEpisodesArgs) (*episodesOut, error) {
-	t, err := b.c.Thread(ctx, in.ThreadID)
+	t, err := caller(ctx).Thread(ctx, in.ThreadID)
 	if err != nil {
 		return nil, err
 	}
-	es, err := b.c.Episodes(ctx, t.ID)
+	es, err := caller(ctx).Episodes(ctx, t.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -196,12 +196,12 @@ func toolError(err error) error {
 func (b *backend) addTools(s *sdk.Server) {
 	addTool(s, "workspaces_list", "List the workspaces this token can see.",
 		func(ctx context.Context, _ *sdk.CallToolRequest, _ noArgs) (workspacesOut, error) {
-			ws, err := b.c.ListWorkspaces(ctx)
+			ws, err := caller(ctx).ListWorkspaces(ctx)
 			return workspacesOut{nonNil(ws)}, err
 		})
 	addTool(s, "sessions_list", "List a workspace's sessions, most recently updated first.",
 		func(ctx context.Context, _ *sdk.CallToolRequest, in workspaceArgs) (sessionsOut, error) {
-			ss, err := b.c.ListSessions(ctx, in.WorkspaceID, client.SessionFilter{})
+			ss, err := caller(ctx).ListSessions(ctx, in.WorkspaceID, client.SessionFilter{})
 			return sessionsOut{nonNil(ss)}, err
 		})
 	addTool(s, "session_create", "Create a desk session in a workspace (for the caller's own actor).",
@@ -214,22 +214,22 @@ func (b *backend) addTools(s *sdk.Server) {
 				}
 				sc.Script = b
 			}
-			return b.c.CreateSession(ctx, in.WorkspaceID, sc)
+			return caller(ctx).CreateSession(ctx, in.WorkspaceID, sc)
 		})
 	addTool(s, "session_send", "Queue a message on a session. With wait: true, wait for the turn and return its reply; progress notifications follow the turn and cancelling the call interrupts exactly that execution.",
 		b.sessionSend)
 	addTool(s, "session_transcript", "Read a session's transcript (the newest messages, oldest first).",
 		func(ctx context.Context, _ *sdk.CallToolRequest, in transcriptArgs) (messagesOut, error) {
-			ms, err := b.c.Transcript(ctx, in.SessionID, client.TranscriptOptions{Surface: in.Surface, Limit: 500})
+			ms, err := caller(ctx).Transcript(ctx, in.SessionID, client.TranscriptOptions{Surface: in.Surface, Limit: 500})
 			return messagesOut{nonNil(ms)}, err
 		})
 	addTool(s, "session_interrupt", "Interrupt one execution of a session and wait until its executor stopped.",
 		func(ctx context.Context, _ *sdk.CallToolRequest, in interruptArgs) (*desk.InterruptResult, error) {
-			return b.c.Interrupt(ctx, in.SessionID, in.ExecutionID)
+			return caller(ctx).Interrupt(ctx, in.SessionID, in.ExecutionID)
 		})
 	addTool(s, "artifacts_list", "List a session's artifacts, oldest first.",
 		func(ctx context.Context, _ *sdk.CallToolRequest, in sessionArgs) (artifactsOut, error) {
-			as, err := b.c.ListArtifacts(ctx, in.SessionID)
+			as, err := caller(ctx).ListArtifacts(ctx, in.SessionID)
 			return artifactsOut{nonNil(as)}, err
 		})
 	addTool(s, "artifact_read", "Read an artifact: its metadata and its text (base64 for binary kinds), up to 1 MiB.",
@@ -242,26 +242,26 @@ func (b *backend) addTools(s *sdk.Server) {
 		b.fileRead)
 	addTool(s, "file_write", "Write a text file to an actor's file area (atomically; folders are created).",
 		func(ctx context.Context, _ *sdk.CallToolRequest, in fileWriteArgs) (*desk.FileUpload, error) {
-			return b.c.UploadFile(ctx, client.FileTarget{Workspace: in.WorkspaceID, Actor: in.Actor}, in.Path,
+			return caller(ctx).UploadFile(ctx, client.FileTarget{Workspace: in.WorkspaceID, Actor: in.Actor}, in.Path,
 				strings.NewReader(in.Content), int64(len(in.Content)))
 		})
 	addTool(s, "approvals_list", "List a session's approval requests of gated tool calls.",
 		func(ctx context.Context, _ *sdk.CallToolRequest, in approvalsArgs) (approvalsOut, error) {
-			as, err := b.c.Approvals(ctx, in.SessionID, in.Pending)
+			as, err := caller(ctx).Approvals(ctx, in.SessionID, in.Pending)
 			return approvalsOut{nonNil(as)}, err
 		})
 	addTool(s, "approval_answer", "Approve or deny a gated tool call (decision: approve or deny).",
 		func(ctx context.Context, _ *sdk.CallToolRequest, in approvalAnswerArgs) (*desk.Approval, error) {
-			return b.c.DecideApproval(ctx, in.ApprovalID, in.Decision, in.Reason)
+			return caller(ctx).DecideApproval(ctx, in.ApprovalID, in.Decision, in.Reason)
 		})
 	addTool(s, "input_requests_list", "List the questions the agent asked in a session.",
 		func(ctx context.Context, _ *sdk.CallToolRequest, in sessionArgs) (inputsOut, error) {
-			rs, err := b.c.InputRequests(ctx, in.SessionID)
+			rs, err := caller(ctx).InputRequests(ctx, in.SessionID)
 			return inputsOut{nonNil(rs)}, err
 		})
 	addTool(s, "input_answer", "Answer a question the agent asked (answers: question id → answer).",
 		func(ctx context.Context, _ *sdk.CallToolRequest, in inputAnswerArgs) (*client.InputAnswered, error) {
-			return b.c.AnswerInput(ctx, in.InputRequestID, in.Answers)
+			return caller(ctx).AnswerInput(ctx, in.InputRequestID, in.Answers)
 		})
 	b.addThreadTools(s)
 }
@@ -290,14 +290,14 @@ func (b *backend) artifactRead(ctx context.Context, _ *sdk.CallToolRequest, in a
 // readArtifact returns an artifact's metadata and bytes, refusing one
 // larger than maxReadBytes.
 func (b *backend) readArtifact(ctx context.Context, ses, art string) (*desk.Artifact, []byte, error) {
-	a, err := b.c.GetArtifact(ctx, ses, art)
+	a, err := caller(ctx).GetArtifact(ctx, ses, art)
 	if err != nil {
 		return nil, nil, err
 	}
 	if a.Size > maxReadBytes {
 		return nil, nil, desk.Errorf(desk.ETOOLARGE, "artifact %s is %d bytes, more than the %d an MCP read returns; download it with GET /v1/sessions/%s/artifacts/%s/content", a.ID, a.Size, maxReadBytes, ses, a.ID)
 	}
-	d, err := b.c.DownloadArtifact(ctx, ses, art)
+	d, err := caller(ctx).DownloadArtifact(ctx, ses, art)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -330,17 +330,17 @@ func isText(kind, mediaType string, data []byte) bool {
 }
 
 func (b *backend) artifactWrite(ctx context.Context, _ *sdk.CallToolRequest, in artifactWriteArgs) (*desk.Artifact, error) {
-	as, err := b.c.ListArtifacts(ctx, in.SessionID)
+	as, err := caller(ctx).ListArtifacts(ctx, in.SessionID)
 	if err != nil {
 		return nil, err
 	}
 	body := strings.NewReader(in.Content)
 	for _, a := range as {
 		if a.Name == in.Name {
-			return b.c.UpdateArtifact(ctx, in.SessionID, a.ID, body, int64(len(in.Content)), "text/plain; charset=utf-8")
+			return caller(ctx).UpdateArtifact(ctx, in.SessionID, a.ID, body, int64(len(in.Content)), "text/plain; charset=utf-8")
 		}
 	}
-	return b.c.PutArtifact(ctx, in.SessionID, in.Name, body, int64(len(in.Content)), client.PutOptions{MediaType: "text/plain; charset=utf-8"})
+	return caller(ctx).PutArtifact(ctx, in.SessionID, in.Name, body, int64(len(in.Content)), client.PutOptions{MediaType: "text/plain; charset=utf-8"})
 }
 
 // maxListEntries bounds files_list: a listing lands in a model's context.
@@ -354,7 +354,7 @@ func (b *backend) filesList(ctx context.Context, _ *sdk.CallToolRequest, in file
 		depth = 1
 	}
 	out := &filesListOut{Entries: []desk.FileEntry{}}
-	l, err := b.c.ListFiles(ctx, client.FileTarget{Workspace: in.WorkspaceID, Actor: in.Actor}, in.Path, depth, func(e desk.FileEntry) error {
+	l, err := caller(ctx).ListFiles(ctx, client.FileTarget{Workspace: in.WorkspaceID, Actor: in.Actor}, in.Path, depth, func(e desk.FileEntry) error {
 		if len(out.Entries) == maxListEntries {
 			return errListFull
 		}
@@ -369,7 +369,7 @@ func (b *backend) filesList(ctx context.Context, _ *sdk.CallToolRequest, in file
 }
 
 func (b *backend) fileRead(ctx context.Context, _ *sdk.CallToolRequest, in fileArgs) (*fileReadOut, error) {
-	d, err := b.c.DownloadFile(ctx, client.FileTarget{Workspace: in.WorkspaceID, Actor: in.Actor}, in.Path)
+	d, err := caller(ctx).DownloadFile(ctx, client.FileTarget{Workspace: in.WorkspaceID, Actor: in.Actor}, in.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -398,7 +398,7 @@ var errTurnDone = errors.New("turn done")
 // advances the MCP progress; the client's cancellation interrupts that
 // exact execution (or withdraws the row if it has not started).
 func (b *backend) sessionSend(ctx context.Context, req *sdk.CallToolRequest, in sessionSendArgs) (*sendOut, error) {
-	res, err := b.c.Send(ctx, in.SessionID, client.SubmitInput{Text: in.Text, Surface: in.Surface})
+	res, err := caller(ctx).Send(ctx, in.SessionID, client.SubmitInput{Text: in.Text, Surface: in.Surface})
 	if err != nil {
 		return nil, err
 	}
@@ -412,7 +412,7 @@ func (b *backend) sessionSend(ctx context.Context, req *sdk.CallToolRequest, in 
 	notify("queued " + res.Item.ID)
 	var final *desk.Execution
 	seen := false // an event of the turn's execution arrived
-	err = b.c.Events(ctx, client.EventFilter{Session: in.SessionID}, res.EventsAfter, func(e *desk.Event) error {
+	err = caller(ctx).Events(ctx, client.EventFilter{Session: in.SessionID}, res.EventsAfter, func(e *desk.Event) error {
 		switch {
 		case strings.HasPrefix(e.Type, "execution."):
 			var x desk.Execution
@@ -452,7 +452,7 @@ func (b *backend) sessionSend(ctx context.Context, req *sdk.CallToolRequest, in 
 		return out, nil
 	}
 	if ctx.Err() != nil {
-		b.stopTurn(in.SessionID, res.Item.ID, out.ExecutionID, log)
+		b.stopTurn(ctx, in.SessionID, res.Item.ID, out.ExecutionID, log)
 	}
 	return nil, err
 }
@@ -460,15 +460,16 @@ func (b *backend) sessionSend(ctx context.Context, req *sdk.CallToolRequest, in 
 // stopTurn interrupts the execution a cancelled session_send waits for,
 // or cancels its row when no execution has started yet (and interrupts the
 // one that started meanwhile, if cancelling finds the row already taken).
-func (b *backend) stopTurn(ses, item, exe string, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// It runs after the call's own context ended, on one that keeps its caller.
+func (b *backend) stopTurn(callCtx context.Context, ses, item, exe string, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(callCtx), 30*time.Second)
 	defer cancel()
 	if exe == "" {
-		if _, err := b.c.QueueOp(ctx, ses, item, "cancel"); err == nil {
+		if _, err := caller(ctx).QueueOp(ctx, ses, item, "cancel"); err == nil {
 			log.InfoContext(ctx, "cancelled the queued message", "session", ses, "queued_item", item)
 			return
 		}
-		exes, err := b.c.Executions(ctx, ses)
+		exes, err := caller(ctx).Executions(ctx, ses)
 		if err != nil {
 			return
 		}
@@ -482,7 +483,7 @@ func (b *backend) stopTurn(ses, item, exe string, log *slog.Logger) {
 			return
 		}
 	}
-	if _, err := b.c.Interrupt(ctx, ses, exe); err != nil {
+	if _, err := caller(ctx).Interrupt(ctx, ses, exe); err != nil {
 		log.WarnContext(ctx, "could not interrupt the cancelled turn", "execution", exe, "err", err)
 		return
 	}

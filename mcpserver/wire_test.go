@@ -52,7 +52,7 @@ func (r *rawResponse) reply(t *testing.T) rpcReply {
 	return rep
 }
 
-func rawPost(t *testing.T, url, token string, h http.Header, body string) *rawResponse {
+func rawPost(t testing.TB, url, token string, h http.Header, body string) *rawResponse {
 	t.Helper()
 	req, err := http.NewRequest("POST", url, strings.NewReader(body))
 	if err != nil {
@@ -85,7 +85,7 @@ func csHeaders(cs *sdk.ClientSession) http.Header {
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 
 // rawSession initializes a session by hand and returns its headers.
-func rawSession(t *testing.T, w *world, token string) http.Header {
+func rawSession(t testing.TB, w *world, token string) http.Header {
 	t.Helper()
 	r := rawPost(t, w.mcpURL, token, nil, initialize)
 	if r.StatusCode != 200 || r.Header.Get("Mcp-Session-Id") == "" {

@@ -25,7 +25,7 @@ func serveCmd(g *globals) *cobra.Command {
 	var addr, pg string
 	var printLink bool
 	var bodyIdle time.Duration
-	var maxArtifact, actorQuota, importMax, importRatio int64
+	var maxArtifact, actorQuota, importMax, importRatio, mcpSessions int64
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the desk server in the foreground",
@@ -55,7 +55,7 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 			for _, lim := range []struct {
 				v   *int64
 				env string
-			}{{&maxArtifact, "DESK_MAX_ARTIFACT_BYTES"}, {&actorQuota, "DESK_ACTOR_QUOTA_BYTES"}, {&importMax, "DESK_IMPORT_MAX_BYTES"}, {&importRatio, "DESK_IMPORT_MAX_RATIO"}} {
+			}{{&maxArtifact, "DESK_MAX_ARTIFACT_BYTES"}, {&actorQuota, "DESK_ACTOR_QUOTA_BYTES"}, {&importMax, "DESK_IMPORT_MAX_BYTES"}, {&importRatio, "DESK_IMPORT_MAX_RATIO"}, {&mcpSessions, "DESK_MCP_SESSIONS_PER_TOKEN"}} {
 				if *lim.v != 0 {
 					continue
 				}
@@ -97,7 +97,8 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 				MaxArtifactBytes: maxArtifact, ActorQuotaBytes: actorQuota, ImportMaxBytes: importMax, ImportMaxRatio: importRatio, BodyIdleTimeout: bodyIdle, ArchiveTZ: os.Getenv("DESK_ARCHIVE_TZ"),
 				SQLiteSynchronous: os.Getenv("DESK_SQLITE_SYNCHRONOUS"), Logger: log, Version: buildVersion(),
 				Model: os.Getenv("DESK_MODEL"), Models: models.Split(os.Getenv("DESK_MODELS")), Agent: ao, TSC: os.Getenv("DESK_TSC"),
-				MCPOrigins: strings.FieldsFunc(os.Getenv("DESK_MCP_ORIGINS"), func(r rune) bool { return r == ',' || r == ' ' }),
+				MCPOrigins:          strings.FieldsFunc(os.Getenv("DESK_MCP_ORIGINS"), func(r rune) bool { return r == ',' || r == ' ' }),
+				MCPSessionsPerToken: int(min(mcpSessions, 1<<20)),
 			})
 			if err != nil {
 				return err
@@ -161,6 +162,7 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 	cmd.Flags().Int64Var(&actorQuota, "actor-quota-bytes", 0, "bound each actor's file area (env DESK_ACTOR_QUOTA_BYTES; 0 = unlimited)")
 	cmd.Flags().Int64Var(&importMax, "import-max-bytes", 0, "refuse workspace imports larger than this, compressed or unpacked (env DESK_IMPORT_MAX_BYTES; 0 = 64 GiB)")
 	cmd.Flags().DurationVar(&bodyIdle, "body-idle-timeout", 0, "cut off a request body that brings less than 64 KiB in this long (env DESK_BODY_IDLE_TIMEOUT; 0 = 30s)")
+	cmd.Flags().Int64Var(&mcpSessions, "mcp-sessions-per-token", 0, "MCP sessions one token keeps open at /mcp; one more closes its least recently used idle one (env DESK_MCP_SESSIONS_PER_TOKEN; 0 = 32)")
 	cmd.Flags().Int64Var(&importRatio, "import-max-ratio", 0, "refuse workspace imports that unpack to more than this many times their compressed size (env DESK_IMPORT_MAX_RATIO; 0 = 100)")
 	return cmd
 }

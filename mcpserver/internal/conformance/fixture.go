@@ -64,12 +64,7 @@ func Handler(ctx context.Context, token string, logger *slog.Logger) (h http.Han
 			}
 		}
 	}()
-	closeSessions = func() {
-		for ss := range srv.Sessions() {
-			_ = ss.Close()
-		}
-	}
-	return mcpserver.Transport(func(*http.Request) *sdk.Server { return srv }, mcpserver.TransportOptions{
+	e := mcpserver.Transport(func(*http.Request) *sdk.Server { return srv }, mcpserver.TransportOptions{
 		Verify: func(_ context.Context, tok string) error {
 			if tok != token {
 				return desk.Errorf(desk.EUNAUTHORIZED, "unknown token")
@@ -77,7 +72,8 @@ func Handler(ctx context.Context, token string, logger *slog.Logger) (h http.Han
 			return nil
 		},
 		Logger: logger,
-	}), closeSessions
+	})
+	return e, func() { _ = e.Close(context.Background()) }
 }
 
 // The suite's own 1×1 PNG and silent WAV.
