@@ -76,12 +76,12 @@ func (l BodyLimits) allowance(n int64) time.Duration {
 //   - every body has the read deadlines of BodyLimits;
 //   - a response that begins before its request's body was read to the
 //     end — a refusal (401, 404, 405, 413, …) that never looked at the
-//     body, or any answer that did not need it — closes the connection
-//     without reading the rest: it sets "Connection: close" and expires
-//     the read deadline, so net/http neither waits for the body before
-//     answering nor drains it afterwards. An unauthenticated client can
-//     therefore hold a connection only for the header timeout, never for
-//     the time its body takes.
+//     body, or any answer that did not need it — is sent at once and
+//     closes the connection: it sets "Connection: close", so net/http
+//     does not wait for the body before answering, and cuts the read
+//     deadline to refusalLinger after the answer. An unauthenticated
+//     client can therefore hold a connection only for the header timeout
+//     and half a second, never for the time its body takes.
 func Guard(h http.Handler, l BodyLimits) http.Handler {
 	l = l.resolved()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -90,11 +90,15 @@ func Guard(h http.Handler, l BodyLimits) http.Handler {
 			return
 		}
 		b := newBodyWatch(r.Body, http.NewResponseController(w).SetReadDeadline, w.Header(), l, r.ContentLength)
+		// A copy of the request carries the watched body: net/http looks
+		// at its own request's body after the handler (to close a
+		// connection whose body was left unread gracefully), so that one
+		// must stay as it was.
+		r = r.WithContext(context.WithValue(r.Context(), watchKey{}, b))
 		r.Body = struct {
 			io.Reader
 			io.Closer
 		}{b, r.Body}
-		r = r.WithContext(context.WithValue(r.Context(), watchKey{}, b))
 		g := &guardWriter{ResponseWriter: w, b: b}
 		h.ServeHTTP(g, r)
 		if !g.hijacked && !g.wrote {
@@ -189,17 +193,25 @@ func (b *bodyWatch) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// refusalLinger is how long, after answering a request whose body it
+// never read, desk still discards what the client sends before closing:
+// closing a socket with unread data resets it, and a reset can reach the
+// client before it read the answer. net/http lingers as long (its
+// rstAvoidanceDelay) for bodies it gives up on.
+const refusalLinger = 500 * time.Millisecond
+
 // answered is called as the response begins: a body not read to its end
-// by then is never read. The connection closes after the answer, and the
-// read deadline is expired so that nothing more of the body is waited
-// for, before the answer or after it.
+// by then is never used. The connection closes after the answer
+// ("Connection: close" also stops net/http from reading the body before
+// it answers), and the read deadline is cut to refusalLinger, so that
+// what net/http discards of the body after the answer takes no longer.
 func (b *bodyWatch) answered() {
 	if b.eof || b.cut || b.header == nil {
 		return
 	}
 	b.cut = true
 	b.header.Set("Connection", "close")
-	_ = b.set(time.Now())
+	_ = b.set(time.Now().Add(refusalLinger))
 }
 
 // stop clears the deadline, so the connection serves its next request,
