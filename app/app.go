@@ -26,6 +26,7 @@ import (
 	"github.com/desk-runtime/desk/agent/typescript"
 	"github.com/desk-runtime/desk/applog"
 	"github.com/desk-runtime/desk/archive"
+	"github.com/desk-runtime/desk/connlimit"
 	"github.com/desk-runtime/desk/execution"
 	"github.com/desk-runtime/desk/files"
 	"github.com/desk-runtime/desk/gateway"
@@ -78,9 +79,19 @@ type Config struct {
 	// may unpack to (DESK_IMPORT_MAX_RATIO); 0 means
 	// transfer.DefaultMaxImportRatio.
 	ImportMaxRatio int64
-	// BodyIdleTimeout cuts off a request body that stalls (see
-	// httpapi.Server.BodyIdleTimeout); 0 means httpapi.DefaultBodyIdleTimeout.
+	// BodyIdleTimeout, BodyTimeout and BodyMinRate are the deadlines of
+	// every request body (see httpapi.BodyLimits): each window of
+	// BodyIdleTimeout must bring 64 KiB (DESK_BODY_IDLE_TIMEOUT; 0 = 30s),
+	// and the whole body must arrive within BodyTimeout plus a second per
+	// BodyMinRate bytes (DESK_BODY_TIMEOUT, 0 = 2m; DESK_BODY_MIN_RATE,
+	// 0 = 1 MiB/s).
 	BodyIdleTimeout time.Duration
+	BodyTimeout     time.Duration
+	BodyMinRate     int64
+	// MaxConnsPerAddr caps the connections one client address may hold
+	// open (DESK_MAX_CONNS_PER_ADDR); 0 means connlimit.DefaultMax, a
+	// negative number no cap.
+	MaxConnsPerAddr int
 	// Execution tunes the execution model (timeouts, polling). Its Archive
 	// and Logger are filled in by Open.
 	Execution execution.Options
@@ -438,7 +449,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	api := &httpapi.Server{
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
 		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Threads: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, Runtimes: a.Runtimes, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
-		UI: a.UI, Streams: a.Streams, Logger: a.Logger.With("component", "http"), Version: cfg.Version, BodyIdleTimeout: cfg.BodyIdleTimeout,
+		UI: a.UI, Streams: a.Streams, Logger: a.Logger.With("component", "http"), Version: cfg.Version,
 		AuthLog: httpapi.NewAuthFailures(a.Logger.With("component", "http"), 0, nil), LoginLinks: a.LoginLinks,
 	}
 	api.Models = a.Models
@@ -460,7 +471,9 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.MCP = mcpH
 	mux.Handle(mcpserver.Path, mcpH)
 	mux.Handle("/", apiH)
-	a.Handler = mux
+	// Every request body, on every door, has its deadlines, and a refusal
+	// never waits for the body it refuses.
+	a.Handler = httpapi.Guard(mux, httpapi.BodyLimits{Idle: cfg.BodyIdleTimeout, Total: cfg.BodyTimeout, MinRate: cfg.BodyMinRate})
 	return a, nil
 }
 
@@ -506,6 +519,7 @@ func (a *App) Serve(ctx context.Context, addr string, grace time.Duration, ready
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	ln = a.Listener(ln)
 	srv := &http.Server{
 		Handler:           a.Handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -532,6 +546,16 @@ func (a *App) Serve(ctx context.Context, addr string, grace time.Duration, ready
 		return err
 	}
 	return nil
+}
+
+// Listener wraps ln with the per-address connection cap
+// (Config.MaxConnsPerAddr); refusals are logged at most once a minute.
+// Serve uses it; tests that serve the handler themselves should too.
+func (a *App) Listener(ln net.Listener) net.Listener {
+	log := a.Logger.With("component", "http")
+	return connlimit.New(ln, a.Config.MaxConnsPerAddr, connlimit.RefusalLog(time.Minute, func(ip string, open, refused int) {
+		log.Warn("connections refused: the client address holds the most connections allowed (DESK_MAX_CONNS_PER_ADDR)", "addr", ip, "open", open, "refused", refused)
+	}))
 }
 
 // adminToken returns the configured token, or the one stored in the home,

@@ -85,7 +85,7 @@ func TestBodyTrickleCutOff(t *testing.T) {
 		}
 	})
 	took := time.Since(start)
-	if resp.StatusCode != 400 || !strings.Contains(string(body), "stalled") {
+	if resp.StatusCode != 408 || !strings.Contains(string(body), "stalled") {
 		t.Fatalf("a trickled body = %d %s", resp.StatusCode, body)
 	}
 	if took > 30*time.Second {

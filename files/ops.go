@@ -329,7 +329,7 @@ func (s *Service) Upload(ctx context.Context, scope desk.FileScope, in desk.File
 		case errors.As(err, &werr) || isNoSpace(err):
 			return nil, storageErr("write "+p, err)
 		}
-		return nil, desk.Errorf(desk.EINVALID, "upload of %s interrupted after %d bytes: %v", p, n, err)
+		return nil, desk.Errorf(desk.BodyCode(err), "upload of %s interrupted after %d bytes: %v", p, n, err)
 	}
 	if in.Size >= 0 && n != in.Size {
 		return nil, desk.Errorf(desk.EINVALID, "body of %s has %d bytes but its length was given as %d; nothing was kept", p, n, in.Size)

@@ -241,7 +241,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	}
 	in := desk.FilePut{Path: q.Get("path"), MediaType: mediaHint(r), Body: r.Body, Size: r.ContentLength}
 	if conn, body, ok := rawBody(w, r); ok {
-		body = s.watchConn(conn, body) // the idle window holds on the raw socket too
+		body = watchConn(r, conn, body) // the body deadlines hold on the raw socket too
 		defer conn.Close()
 		in.Body = body
 		up, err := s.Files.Upload(r.Context(), scope, in)
@@ -325,8 +325,8 @@ func (c *continueOnRead) Read([]byte) (int, error) {
 // reset can overtake the answer. It stops sending, then discards what
 // arrives for a short while, as net/http does for its own connections.
 func lingerClose(conn net.Conn) {
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.CloseWrite()
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
 	_, _ = io.CopyN(io.Discard, conn, 256<<20)

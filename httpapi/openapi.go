@@ -121,7 +121,7 @@ func (s *Server) OpenAPI() map[string]any {
 		"info": map[string]any{
 			"title":       "desk",
 			"version":     s.Version,
-			"description": "desk is a durable workspace runtime for AI agents. Every route but /healthz needs Authorization: Bearer <token>. Errors are {\"error\":{\"code\",\"message\"}}; codes map to statuses invalid 400, unauthorized 401, forbidden 403, not_found 404, conflict 409, busy 409, too_large 413, unavailable 503, insufficient_storage 507, internal 500.",
+			"description": "desk is a durable workspace runtime for AI agents. Every route but /healthz needs Authorization: Bearer <token>. Errors are {\"error\":{\"code\",\"message\"}}; codes map to statuses invalid 400, unauthorized 401, forbidden 403, not_found 404, conflict 409, busy 409, too_large 413, request_timeout 408, unavailable 503, insufficient_storage 507, internal 500.",
 		},
 		"paths": paths,
 		"components": map[string]any{

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -69,23 +68,10 @@ type Server struct {
 	Streams *Streams
 	Logger  *slog.Logger
 	Version string
-	// BodyIdleTimeout cuts off a request body that stalls: each window of
-	// this length must bring at least bodyProgressBytes (or the end of
-	// the body), so a body trickled a byte a second ends with an error
-	// while an upload that progresses, however big, never does. 0 means
-	// DefaultBodyIdleTimeout.
-	BodyIdleTimeout time.Duration
 	// AuthLog logs refused credentials, rate-limited per address; nil
 	// makes one on the Logger.
 	AuthLog *AuthFailures
 }
-
-// DefaultBodyIdleTimeout is the window of Server.BodyIdleTimeout.
-const DefaultBodyIdleTimeout = 30 * time.Second
-
-// bodyProgressBytes is how much of a body each idle window must bring:
-// 64 KiB in 30 s is 2 KiB/s, far below any real link.
-const bodyProgressBytes = 64 << 10
 
 // maxJSONBody bounds JSON request bodies; file bytes never travel as JSON.
 const maxJSONBody = 4 << 20
@@ -94,7 +80,8 @@ const maxJSONBody = 4 << 20
 // every error takes the one path to the JSON error contract.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-// Handler returns the HTTP handler with every route registered.
+// Handler returns the HTTP handler with every route registered. Serve it
+// inside Guard, which holds request bodies to their deadlines.
 func (s *Server) Handler() http.Handler {
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
@@ -131,10 +118,6 @@ func apiPath(p string) bool {
 func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		if r.Body != nil && r.Body != http.NoBody {
-			body := s.watchBody(w, r)
-			defer body.stop()
-		}
 		if !rt.Public {
 			p, err := s.authenticate(r)
 			if err != nil {
@@ -150,7 +133,8 @@ func (s *Server) wrap(rt route) http.Handler {
 			err = rt.handle(s, w, r)
 		}
 		if err != nil {
-			if desk.ErrorCode(err) == desk.EINTERNAL {
+			// A full disk is the operator's to fix: it is logged too.
+			if c := desk.ErrorCode(err); c == desk.EINTERNAL || c == desk.ENOSPACE {
 				s.logFailure(r, "request failed", err, desk.LogMethod, r.Method, desk.LogPath, r.URL.Path)
 			}
 			var sw *fsjail.SwappedError
@@ -199,6 +183,8 @@ func StatusOf(code string) int {
 		return http.StatusServiceUnavailable
 	case desk.ENOSPACE:
 		return http.StatusInsufficientStorage
+	case desk.ETIMEOUT:
+		return http.StatusRequestTimeout
 	default:
 		return http.StatusInternalServerError
 	}
@@ -292,86 +278,6 @@ func jsonDetail(err error) string {
 		msg = strings.TrimPrefix(msg, p)
 	}
 	return msg
-}
-
-// bodyWatch enforces Server.BodyIdleTimeout on one request body through
-// the connection's read deadline (http.ResponseController, or the conn
-// itself once a handler hijacked it): a window is granted at the start and
-// renewed each time bodyProgressBytes more have arrived. When a window
-// passes without that, the read fails with the error below, and the
-// deadline is left expired so that net/http does not wait for the rest of
-// the body before answering: it answers and closes the connection.
-type bodyWatch struct {
-	body     io.Reader
-	set      func(time.Time) error
-	header   http.Header // nil once hijacked
-	idle     time.Duration
-	since    int64 // bytes since the window began
-	deadline bool  // a deadline is set on the connection
-	stalled  bool
-}
-
-func (s *Server) bodyIdle() time.Duration {
-	if s.BodyIdleTimeout > 0 {
-		return s.BodyIdleTimeout
-	}
-	return DefaultBodyIdleTimeout
-}
-
-func (s *Server) watchBody(w http.ResponseWriter, r *http.Request) *bodyWatch {
-	rc := http.NewResponseController(w)
-	b := &bodyWatch{body: r.Body, set: rc.SetReadDeadline, header: w.Header(), idle: s.bodyIdle()}
-	// A writer that does not support deadlines (a test recorder) simply
-	// goes without.
-	b.deadline = b.set(time.Now().Add(b.idle)) == nil
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{b, r.Body}
-	return b
-}
-
-// watchConn is watchBody for a body read straight from a hijacked
-// connection, whose deadline watchBody set and which must keep being
-// renewed as the body progresses.
-func (s *Server) watchConn(conn net.Conn, body io.Reader) io.Reader {
-	b := &bodyWatch{body: body, set: conn.SetReadDeadline, idle: s.bodyIdle()}
-	b.deadline = b.set(time.Now().Add(b.idle)) == nil
-	return b
-}
-
-func (b *bodyWatch) Read(p []byte) (int, error) {
-	n, err := b.body.Read(p)
-	b.since += int64(n)
-	if b.deadline && b.since >= bodyProgressBytes {
-		b.since = 0
-		_ = b.set(time.Now().Add(b.idle))
-	}
-	if errors.Is(err, io.EOF) && b.deadline {
-		// Once the body is read, net/http reads the connection in the
-		// background to notice a client going away; a deadline left in
-		// place would end that read and cancel a handler that is still
-		// working.
-		b.deadline = false
-		_ = b.set(time.Time{})
-	}
-	var ne net.Error
-	if err != nil && errors.As(err, &ne) && ne.Timeout() {
-		b.stalled = true
-		if b.header != nil {
-			b.header.Set("Connection", "close")
-		}
-		return n, desk.Errorf(desk.EINVALID, "the request body stalled: fewer than %d bytes arrived in %s; the request was cut off", bodyProgressBytes, b.idle)
-	}
-	return n, err
-}
-
-// stop clears the deadline, so the connection serves its next request,
-// unless the body stalled.
-func (b *bodyWatch) stop() {
-	if b.deadline && !b.stalled {
-		_ = b.set(time.Time{})
-	}
 }
 
 // boolParam parses an optional boolean query parameter.

@@ -172,7 +172,7 @@ func (s *service) AddItem(ctx context.Context, groupID string, in desk.ItemCreat
 	h := sha256.New()
 	size, err := f.Fill(body, h)
 	if err != nil {
-		return nil, desk.Errorf(desk.EINVALID, "item upload interrupted: %v", err)
+		return nil, desk.Errorf(desk.BodyCode(err), "item upload interrupted: %v", err)
 	}
 	class, err := classify.Classify(it.Name, in.MediaType, f.File, size)
 	if err != nil {

@@ -95,7 +95,7 @@ func (s *artifacts) receive(root *os.Root, target, name string, in desk.Artifact
 		if errors.As(err, &werr) || isNoSpace(err) {
 			return nil, r, storageErr("write artifact", err)
 		}
-		return nil, r, desk.Errorf(desk.EINVALID, "upload of %s interrupted after %d bytes: %v", name, n, err)
+		return nil, r, desk.Errorf(desk.BodyCode(err), "upload of %s interrupted after %d bytes: %v", name, n, err)
 	}
 	if s.opts.MaxBytes > 0 && n > s.opts.MaxBytes {
 		f.Abort()
@@ -222,7 +222,7 @@ func (s *artifacts) repeated(old *desk.Artifact, in desk.ArtifactPut) (*desk.Art
 	h := sha256.New()
 	n, err := io.Copy(h, io.LimitReader(body, old.Size+1))
 	if err != nil {
-		return nil, desk.Errorf(desk.EINVALID, "upload of %s interrupted after %d bytes: %v", old.Name, n, err)
+		return nil, desk.Errorf(desk.BodyCode(err), "upload of %s interrupted after %d bytes: %v", old.Name, n, err)
 	}
 	if n != old.Size || hex.EncodeToString(h.Sum(nil)) != old.SHA256 {
 		return nil, conflict

@@ -71,7 +71,11 @@ func (e *Env) open() {
 		e.T.Fatalf("open desk: %v", err)
 	}
 	e.App, e.Token = a, a.AdminToken
-	e.Server = httptest.NewServer(a.Handler)
+	// The listener carries the per-address connection cap, as desk
+	// serve's does.
+	e.Server = httptest.NewUnstartedServer(a.Handler)
+	e.Server.Listener = a.Listener(e.Server.Listener)
+	e.Server.Start()
 }
 
 // stop closes the listener and the desk. Open event streams are told to

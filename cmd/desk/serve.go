@@ -24,7 +24,9 @@ import (
 func serveCmd(g *globals) *cobra.Command {
 	var addr, pg string
 	var printLink bool
-	var bodyIdle time.Duration
+	var bodyIdle, bodyTotal time.Duration
+	var bodyRate int64
+	var maxConns int
 	var maxArtifact, actorQuota, importMax, importRatio, mcpSessions int64
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -67,14 +69,37 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 					*lim.v = n
 				}
 			}
-			if bodyIdle == 0 {
-				if v := os.Getenv("DESK_BODY_IDLE_TIMEOUT"); v != "" {
+			for _, lim := range []struct {
+				v       *time.Duration
+				env, eg string
+			}{{&bodyIdle, "DESK_BODY_IDLE_TIMEOUT", "30s"}, {&bodyTotal, "DESK_BODY_TIMEOUT", "2m"}} {
+				if *lim.v != 0 {
+					continue
+				}
+				if v := os.Getenv(lim.env); v != "" {
 					d, err := time.ParseDuration(v)
 					if err != nil || d <= 0 {
-						return &usageError{fmt.Errorf("DESK_BODY_IDLE_TIMEOUT=%q must be a positive duration such as 30s", v)}
+						return &usageError{fmt.Errorf("%s=%q must be a positive duration such as %s", lim.env, v, lim.eg)}
 					}
-					bodyIdle = d
+					*lim.v = d
 				}
+			}
+			if v := os.Getenv("DESK_BODY_MIN_RATE"); bodyRate == 0 && v != "" {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || n <= 0 {
+					return &usageError{fmt.Errorf("DESK_BODY_MIN_RATE=%q must be a positive number of bytes per second such as 1048576", v)}
+				}
+				bodyRate = n
+			}
+			if bodyRate < 0 || bodyIdle < 0 || bodyTotal < 0 {
+				return &usageError{fmt.Errorf("--body-idle-timeout, --body-timeout and --body-min-rate must not be negative")}
+			}
+			if v := os.Getenv("DESK_MAX_CONNS_PER_ADDR"); maxConns == 0 && v != "" {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					return &usageError{fmt.Errorf("DESK_MAX_CONNS_PER_ADDR=%q must be an integer (-1 for no cap)", v)}
+				}
+				maxConns = n
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
 			ao, err := agentOptions()
@@ -94,7 +119,7 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 			defer stop()
 			a, err := app.Open(ctx, app.Config{
 				Home: home, Postgres: pg, AdminToken: os.Getenv("DESK_ADMIN_TOKEN"),
-				MaxArtifactBytes: maxArtifact, ActorQuotaBytes: actorQuota, ImportMaxBytes: importMax, ImportMaxRatio: importRatio, BodyIdleTimeout: bodyIdle, ArchiveTZ: os.Getenv("DESK_ARCHIVE_TZ"),
+				MaxArtifactBytes: maxArtifact, ActorQuotaBytes: actorQuota, ImportMaxBytes: importMax, ImportMaxRatio: importRatio, BodyIdleTimeout: bodyIdle, BodyTimeout: bodyTotal, BodyMinRate: bodyRate, MaxConnsPerAddr: maxConns, ArchiveTZ: os.Getenv("DESK_ARCHIVE_TZ"),
 				SQLiteSynchronous: os.Getenv("DESK_SQLITE_SYNCHRONOUS"), Logger: log, Version: buildVersion(),
 				Model: os.Getenv("DESK_MODEL"), Models: models.Split(os.Getenv("DESK_MODELS")), Agent: ao, TSC: os.Getenv("DESK_TSC"),
 				MCPOrigins:          strings.FieldsFunc(os.Getenv("DESK_MCP_ORIGINS"), func(r rune) bool { return r == ',' || r == ' ' }),
@@ -163,6 +188,9 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 	cmd.Flags().Int64Var(&importMax, "import-max-bytes", 0, "refuse workspace imports larger than this, compressed or unpacked (env DESK_IMPORT_MAX_BYTES; 0 = 64 GiB)")
 	cmd.Flags().DurationVar(&bodyIdle, "body-idle-timeout", 0, "cut off a request body that brings less than 64 KiB in this long (env DESK_BODY_IDLE_TIMEOUT; 0 = 30s)")
 	cmd.Flags().Int64Var(&mcpSessions, "mcp-sessions-per-token", 0, "MCP sessions one token keeps open at /mcp; one more closes its least recently used idle one (env DESK_MCP_SESSIONS_PER_TOKEN; 0 = 32)")
+	cmd.Flags().DurationVar(&bodyTotal, "body-timeout", 0, "the time every request body has to arrive, plus a second per --body-min-rate bytes of it (env DESK_BODY_TIMEOUT; 0 = 2m)")
+	cmd.Flags().Int64Var(&bodyRate, "body-min-rate", 0, "bytes per second a large body's deadline grows by (env DESK_BODY_MIN_RATE; 0 = 1048576)")
+	cmd.Flags().IntVar(&maxConns, "max-conns-per-addr", 0, "connections one client address may hold open; more are closed at once (env DESK_MAX_CONNS_PER_ADDR; 0 = 64, -1 = no cap)")
 	cmd.Flags().Int64Var(&importRatio, "import-max-ratio", 0, "refuse workspace imports that unpack to more than this many times their compressed size (env DESK_IMPORT_MAX_RATIO; 0 = 100)")
 	return cmd
 }

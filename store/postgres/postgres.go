@@ -45,6 +45,7 @@ func Open(ctx context.Context, dsn string) (*sqlstore.DB, error) {
 		Goose:             goose.DialectPostgres,
 		Numbered:          true,
 		IsUniqueViolation: isUnique,
+		IsDiskFull:        isFull,
 		Locker:            locker,
 		ForUpdate:         " FOR UPDATE",
 		ForShare:          " FOR SHARE",
@@ -63,4 +64,10 @@ func Open(ctx context.Context, dsn string) (*sqlstore.DB, error) {
 func isUnique(err error) bool {
 	var e *pgconn.PgError
 	return errors.As(err, &e) && e.Code == "23505"
+}
+
+// isFull reports Postgres's disk_full (SQLSTATE 53100).
+func isFull(err error) bool {
+	var e *pgconn.PgError
+	return errors.As(err, &e) && e.Code == "53100"
 }

@@ -69,6 +69,7 @@ func OpenWith(ctx context.Context, path string, o Options) (*sqlstore.DB, error)
 	s, err := sqlstore.Open(ctx, db, sqlstore.Dialect{
 		Goose:             goose.DialectSQLite3,
 		IsUniqueViolation: isUnique,
+		IsDiskFull:        isFull,
 		GroupCommit:       true,
 	})
 	if err != nil {
@@ -84,4 +85,11 @@ func isUnique(err error) bool {
 		return false
 	}
 	return e.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+// isFull reports SQLite's "database or disk is full" (SQLITE_FULL, whose
+// extended codes share its low byte).
+func isFull(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_FULL
 }

@@ -69,7 +69,13 @@ func (s *DB) committer() {
 }
 
 // tx runs fn in a transaction and returns once it committed or failed.
+// Every write goes through here, so this is where a database's "disk
+// full" is given its meaning (see DB.full).
 func (s *DB) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.full(s.runTx(ctx, fn))
+}
+
+func (s *DB) runTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if !s.d.GroupCommit {
 		return s.plainTx(ctx, fn)
 	}

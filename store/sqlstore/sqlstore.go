@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -37,6 +38,10 @@ type Dialect struct {
 	Numbered bool
 	// IsUniqueViolation reports whether err is a unique-constraint failure.
 	IsUniqueViolation func(error) bool
+	// IsDiskFull reports whether err is the database's "disk full"
+	// (SQLITE_FULL, Postgres 53100); such a write error is wrapped around
+	// syscall.ENOSPC so that it answers desk.ENOSPACE (see desk.NoSpace).
+	IsDiskFull func(error) bool
 	// Locker serializes migrations across processes, when the database can.
 	Locker lock.SessionLocker
 	// ForUpdate is appended to a SELECT that must lock the rows it reads
@@ -214,7 +219,8 @@ func (s *DB) exec(ctx context.Context, x querier, query string, args ...any) (sq
 	if err != nil {
 		return nil, err
 	}
-	return st.ExecContext(ctx, args...)
+	res, err := st.ExecContext(ctx, args...)
+	return res, s.full(err)
 }
 
 func (s *DB) queryRow(ctx context.Context, x querier, query string, args ...any) *sql.Row {
@@ -246,6 +252,16 @@ func (s *DB) conflict(err error, msg string) error {
 		return desk.Errorf(desk.ECONFLICT, "%s", msg)
 	}
 	return err
+}
+
+// full wraps a "disk full" of the database around syscall.ENOSPC, the one
+// sign of a full disk desk.ErrorCode knows, and passes other errors as
+// they are.
+func (s *DB) full(err error) error {
+	if err == nil || s.d.IsDiskFull == nil || !s.d.IsDiskFull(err) || errors.Is(err, syscall.ENOSPC) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", syscall.ENOSPC, err)
 }
 
 func micros(t time.Time) int64 { return t.UnixMicro() }
