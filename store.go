@@ -18,6 +18,7 @@ type Store interface {
 	UsageStore
 	RuntimeStore
 	ThreadStore
+	BrowserSessionStore
 
 	// Workspaces.
 	// CreateWorkspace inserts w and its owner. Unless allowDuplicateName,

@@ -64,6 +64,9 @@ type Config struct {
 	AdminToken        string           // DESK_ADMIN_TOKEN; generated into Home when empty
 	LoginLinkTTL      time.Duration    // how long a login link's code is valid; 0 = loginlink.DefaultTTL
 	LoginLinkClock    func() time.Time // the login links' clock (tests inject one); nil = time.Now
+	// BrowserSessionClock is the browser sessions' clock, which decides
+	// their idle and absolute expiry (tests inject one); nil = time.Now.
+	BrowserSessionClock func() time.Time
 	// MaxArtifactBytes refuses larger artifacts; 0 means no limit.
 	MaxArtifactBytes int64
 	// ArchiveTZ names the time zone that decides an archive record's day
@@ -175,6 +178,9 @@ type App struct {
 	// browser in as the admin (printed by desk serve, asked for by desk
 	// login-link); they live only in this process's memory.
 	LoginLinks *loginlink.Codes
+	// BrowserSessions are the web UI's sign-ins, kept in the store; the
+	// browser's cookie holds a session's id, never a token.
+	BrowserSessions desk.BrowserSessionService
 	// Streams owns the open event streams of the API and the web UI; a
 	// shutdown ends them (see Serve).
 	Streams *httpapi.Streams
@@ -294,6 +300,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Exec = execution.New(store, home, eo)
 
 	a.Workspaces = workspace.New(store, home, token)
+	a.BrowserSessions = workspace.NewBrowserSessions(store, token, cfg.BrowserSessionClock)
 	a.Sessions = session.New(store, home, a.Workspaces, a.Exec, a.Models)
 	// The quota is shared by the artifact service and the file service:
 	// artifacts live in the actor's file area, so the file quota holds for
@@ -451,13 +458,14 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Threads: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, Runtimes: a.Runtimes, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		UI: a.UI, Streams: a.Streams, Logger: a.Logger.With("component", "http"), Version: cfg.Version,
 		AuthLog: httpapi.NewAuthFailures(a.Logger.With("component", "http"), 0, nil), LoginLinks: a.LoginLinks,
+		BrowserSessions: a.BrowserSessions,
 	}
 	api.Models = a.Models
 	// The web UI is served at / beside the API.
 	api.Web = web.New(web.Deps{Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Files: a.Files,
 		Exec: a.Exec, Agent: a.Agent, Store: store, Logs: a.Logs, UI: a.UI, Catalog: a.Lifecycle, Streams: a.Streams,
 		Logger: a.Logger.With("component", "web"), Version: cfg.Version, AuthLog: api.AuthLog, LoginLinks: a.LoginLinks,
-		Models: a.Models})
+		Models: a.Models, BrowserSessions: a.BrowserSessions})
 	// MCP is served at /mcp over the API handler itself, in process, with
 	// the caller's own token (see package mcpserver).
 	apiH := api.Handler()

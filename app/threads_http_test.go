@@ -541,7 +541,7 @@ func TestThreadsDirectConversation(t *testing.T) {
 func (w *world) webPage(path string) string {
 	w.T.Helper()
 	req, _ := http.NewRequest("GET", w.Server.URL+path, nil)
-	req.AddCookie(&http.Cookie{Name: "desk_token", Value: w.Token})
+	req.AddCookie(w.WebCookie(w.Token))
 	resp, err := w.Server.Client().Do(req)
 	if err != nil {
 		w.T.Fatal(err)
@@ -559,7 +559,7 @@ func (w *world) webPage(path string) string {
 func (w *world) sidebarRow(ses string) string {
 	w.T.Helper()
 	req, _ := http.NewRequest("GET", w.Server.URL+"/w/"+w.ws.ID+"/sidebar", nil)
-	req.AddCookie(&http.Cookie{Name: "desk_token", Value: w.Token})
+	req.AddCookie(w.WebCookie(w.Token))
 	resp, err := w.Server.Client().Do(req)
 	if err != nil {
 		w.T.Fatal(err)

@@ -70,7 +70,7 @@ func testWorktreeBinding(t *testing.T, mode string) {
 		t.Fatalf("bound: %+v %+v", b, b.Git)
 	}
 	// The web UI's session header shows it.
-	page := w.Req("GET", "/w/"+w.ws.ID+"/s/"+x.ID, "", nil, "Cookie", "desk_token="+w.Token)
+	page := w.Req("GET", "/w/"+w.ws.ID+"/s/"+x.ID, "", nil, "Cookie", w.WebCookie(w.Token).String())
 	if page.Status != 200 || !strings.Contains(string(page.Body), "worktree feature-x · feature-x</span>") {
 		t.Fatalf("session page: %d, worktree badge missing", page.Status)
 	}

@@ -111,7 +111,7 @@ var keyedRules = []*regexp.Regexp{
 // replaced.
 var tokenShapes = regexp.MustCompile(strings.Join([]string{
 	`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`,
-	`\bdesk(?:adm|link)?_[a-z2-7]{32,}`,                               // desk actor and admin tokens, login-link codes
+	`\bdesk(?:adm|link|web)?_[a-z2-7]{32,}`,                           // desk actor and admin tokens, login-link codes, browser session ids
 	`\bsk-(?:ant|proj|svcacct|admin)-[A-Za-z0-9_\-]{16,}`,             // Anthropic, OpenAI project keys
 	`\bsk-[A-Za-z0-9]{20,}`,                                           // OpenAI and similar legacy keys
 	`\b[rs]k_(?:live|test)_[A-Za-z0-9]{10,}`,                          // Stripe

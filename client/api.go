@@ -489,6 +489,16 @@ func (c *Client) LoginLink(ctx context.Context) (*desk.LoginLink, error) {
 	return &l, nil
 }
 
+// RevokeBrowserSessions signs browsers out of the web UI: every browser
+// session with the admin token, the caller's actor's own otherwise.
+func (c *Client) RevokeBrowserSessions(ctx context.Context) (*desk.BrowserSessionsRevoked, error) {
+	var r desk.BrowserSessionsRevoked
+	if err := c.doJSON(ctx, http.MethodDelete, "/v1/browser-sessions", nil, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
 // nonNilBody makes a nil body an empty one, so uploads always carry a body.
 func nonNilBody(r io.Reader) io.Reader {
 	if r == nil {

@@ -229,6 +229,19 @@ func (s *Server) createLoginLink(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// revokeBrowserSessions ends the browser sessions the caller may end.
+func (s *Server) revokeBrowserSessions(w http.ResponseWriter, r *http.Request) error {
+	if s.BrowserSessions == nil {
+		return desk.Errorf(desk.EUNAVAILABLE, "this server keeps no browser sessions")
+	}
+	n, err := s.BrowserSessions.RevokeAll(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, desk.BrowserSessionsRevoked{Revoked: n})
+	return nil
+}
+
 // nonNil makes empty lists encode as [] rather than null.
 func nonNil[T any](xs []T) []T {
 	if xs == nil {

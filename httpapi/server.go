@@ -71,6 +71,9 @@ type Server struct {
 	// AuthLog logs refused credentials, rate-limited per address; nil
 	// makes one on the Logger.
 	AuthLog *AuthFailures
+	// BrowserSessions are the web UI's sign-ins; nil: revoking them
+	// answers unavailable.
+	BrowserSessions desk.BrowserSessionService
 }
 
 // maxJSONBody bounds JSON request bodies; file bytes never travel as JSON.

@@ -11,60 +11,72 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/web/safenext"
 )
 
-// Cookie names. The token cookie holds the bearer token the person pasted:
-// HttpOnly so no script reads it, SameSite=Strict so no other site's page
-// sends it. The login cookie is the double-submit secret of the login form,
-// which has no token to derive a CSRF token from yet.
+// Cookie names. The session cookie holds the id of a browser session
+// (see desk.BrowserSessionService), never a token: HttpOnly so no script
+// reads it, SameSite=Strict so no other site's page sends it. The login
+// cookie is the double-submit secret of the login form, which has no
+// session to derive a CSRF token from yet. legacyTokenCookie is the
+// cookie that once held the bearer token itself: it is never read, and
+// cleared wherever a browser still sends it.
 const (
-	tokenCookie = "desk_token"
-	loginCookie = "desk_login"
-	csrfHeader  = "X-CSRF-Token"
-	csrfField   = "csrf"
+	sessionCookie     = "desk_session"
+	legacyTokenCookie = "desk_token"
+	loginCookie       = "desk_login"
+	csrfHeader        = "X-CSRF-Token"
+	csrfField         = "csrf"
 )
-
-// tokenMaxAge keeps a login for 30 days: paste the token once.
-const tokenMaxAge = 30 * 24 * 3600
 
 // request is what an authenticated handler gets.
 type request struct {
 	*http.Request
-	p     desk.Principal
-	token string
-	csrf  string
+	p       desk.Principal
+	session string // the browser session id
+	csrf    string
 }
 
 type handler func(w http.ResponseWriter, r *request) error
 
-// csrfFor derives the CSRF token of a login from its bearer token: a page
+// csrfFor derives the CSRF token of a browser session from its id: a page
 // of desk can show it, another site cannot compute it, and it needs no
-// server-side state, so it survives restarts like the cookie does.
-func csrfFor(token string) string {
-	m := hmac.New(sha256.New, []byte(token))
-	m.Write([]byte("desk web ui csrf v1"))
+// state beyond the session's own.
+func csrfFor(session string) string {
+	m := hmac.New(sha256.New, []byte(session))
+	m.Write([]byte("desk web ui csrf v2"))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// auth authenticates the cookie, checks the CSRF token of every
+// auth authenticates the session cookie, checks the CSRF token of every
 // state-changing request, and runs h with the caller's principal in the
 // request context.
 func (s *Server) auth(h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := r.Cookie(tokenCookie)
+		clearLegacyCookie(w, r)
+		c, err := r.Cookie(sessionCookie)
 		var p desk.Principal
-		if err == nil && c.Value != "" {
-			p, err = s.d.Workspaces.Authenticate(r.Context(), c.Value)
+		if err == nil && c.Value != "" && s.d.BrowserSessions != nil {
+			p, err = s.d.BrowserSessions.Authenticate(r.Context(), c.Value)
 		} else {
 			err = desk.Errorf(desk.EUNAUTHORIZED, "not signed in")
 		}
 		if err != nil {
+			if !desk.IsCode(err, desk.EUNAUTHORIZED) {
+				s.fail(w, r, err)
+				return
+			}
+			if c != nil {
+				// A session that ended: the browser forgets it too.
+				http.SetCookie(w, expired(sessionCookie, "/"))
+			}
 			s.toLogin(w, r)
 			return
 		}
-		rq := &request{Request: r.WithContext(desk.WithPrincipal(r.Context(), p)), p: p, token: c.Value, csrf: csrfFor(c.Value)}
+		rq := &request{Request: r.WithContext(desk.WithPrincipal(r.Context(), p)), p: p, session: c.Value, csrf: csrfFor(c.Value)}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if err := checkCSRF(r, rq.csrf); err != nil {
 				s.fail(w, r, err)
@@ -75,6 +87,19 @@ func (s *Server) auth(h handler) http.Handler {
 			s.failSignedIn(w, rq, err)
 		}
 	})
+}
+
+// clearLegacyCookie tells a browser to drop the old token cookie, which
+// held a bearer token for 30 days.
+func clearLegacyCookie(w http.ResponseWriter, r *http.Request) {
+	if _, err := r.Cookie(legacyTokenCookie); err == nil {
+		http.SetCookie(w, expired(legacyTokenCookie, "/"))
+	}
+}
+
+// expired is the cookie that deletes name.
+func expired(name, path string) *http.Cookie {
+	return &http.Cookie{Name: name, Value: "", Path: path, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode}
 }
 
 // checkCSRF refuses a state-changing request unless it carries the CSRF
@@ -126,15 +151,8 @@ func randomString() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// safeNext keeps a post-login redirect on desk's own pages.
-func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
-		return "/"
-	}
-	return next
-}
-
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	clearLegacyCookie(w, r)
 	if r.URL.Query().Has("code") {
 		s.loginLink(w, r)
 		return
@@ -156,11 +174,12 @@ func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, status int,
 		"Error": msg, "Version": s.d.Version})
 }
 
-// loginLink exchanges a login link's one-time code for the session
-// cookie the token form sets, then sends the browser to / so the code
-// leaves the address bar and the history. The code never reaches a log:
-// a refusal is noted by path only, and the redactor knows its shape.
+// loginLink exchanges a login link's one-time code for a browser
+// session, then sends the browser to / so the code leaves the address bar
+// and the history. The code never reaches a log: a refusal is noted by
+// path only, and the redactor knows its shape.
 func (s *Server) loginLink(w http.ResponseWriter, r *http.Request) {
+	clearLegacyCookie(w, r)
 	var tok string
 	ok := s.d.LoginLinks != nil
 	if ok {
@@ -172,17 +191,38 @@ func (s *Server) loginLink(w http.ResponseWriter, r *http.Request) {
 			"This login link was already used, has expired or is unknown. Run desk login-link for a new one, or sign in with a token.")
 		return
 	}
-	s.setSession(w, r, tok)
+	if err := s.startSession(w, r, tok); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.log.Info("signed in with a login link", desk.LogRemote, remoteHost(r))
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	redirectNext(w, "/")
 }
 
-// setSession sets the session cookie and drops the login form's secret.
-func (s *Server) setSession(w http.ResponseWriter, r *http.Request, tok string) {
-	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: "", Path: "/login", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: tok, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: tokenMaxAge})
+// startSession starts a browser session for tok, sets its cookie and
+// drops the login form's secret. The cookie lives no longer than the
+// session can.
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, tok string) error {
+	if s.d.BrowserSessions == nil {
+		return desk.Errorf(desk.EUNAVAILABLE, "this server signs no browsers in")
+	}
+	id, _, err := s.d.BrowserSessions.Start(r.Context(), tok)
+	if err != nil {
+		return err
+	}
+	http.SetCookie(w, expired(loginCookie, "/login"))
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(desk.BrowserSessionMax / time.Second)})
 	w.Header().Set("Cache-Control", "no-store")
+	return nil
+}
+
+// redirectNext answers 303 to next, a path safeNext let through, as is:
+// http.Redirect would clean the path, and a cleaned path is not the one
+// that was checked.
+func redirectNext(w http.ResponseWriter, next string) {
+	w.Header().Set("Location", next)
+	w.WriteHeader(http.StatusSeeOther)
 }
 
 func remoteHost(r *http.Request) string {
@@ -192,11 +232,12 @@ func remoteHost(r *http.Request) string {
 	return r.RemoteAddr
 }
 
-// login checks the pasted token and sets the cookie. The form is guarded by
-// the double-submit login cookie, so another site cannot log a browser in
-// with the attacker's token.
+// login checks the pasted token and starts a browser session. The form is
+// guarded by the double-submit login cookie, so another site cannot log a
+// browser in with the attacker's token.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	clearLegacyCookie(w, r)
 	c, err := r.Cookie(loginCookie)
 	form := r.PostFormValue(csrfField)
 	if err != nil || form == "" || subtle.ConstantTimeCompare([]byte(c.Value), []byte(form)) != 1 {
@@ -209,20 +250,34 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	next := safeNext(r.PostFormValue("next"))
 	tok := strings.TrimSpace(r.PostFormValue("token"))
-	if _, err := s.d.Workspaces.Authenticate(r.Context(), tok); tok == "" || err != nil {
-		if err == nil {
-			err = desk.Errorf(desk.EUNAUTHORIZED, "no token was given")
-		}
-		s.d.AuthLog.Note(r, "web sign-in", err)
-		http.Redirect(w, r, "/login?error=1&next="+url.QueryEscape(next), http.StatusSeeOther)
+	if tok == "" {
+		s.refused(w, r, next, desk.Errorf(desk.EUNAUTHORIZED, "no token was given"))
 		return
 	}
-	s.setSession(w, r, tok)
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	if err := s.startSession(w, r, tok); err != nil {
+		if desk.IsCode(err, desk.EUNAUTHORIZED) {
+			s.refused(w, r, next, err)
+			return
+		}
+		s.fail(w, r, err)
+		return
+	}
+	redirectNext(w, next)
 }
 
+// refused sends a refused sign-in back to the form with an error.
+func (s *Server) refused(w http.ResponseWriter, r *http.Request, next string, err error) {
+	s.d.AuthLog.Note(r, "web sign-in", err)
+	http.Redirect(w, r, "/login?error=1&next="+url.QueryEscape(next), http.StatusSeeOther)
+}
+
+// logout ends the browser session on the server, so its id stops working
+// in every browser that holds it, and drops the cookie.
 func (s *Server) logout(w http.ResponseWriter, r *request) error {
-	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	if err := s.d.BrowserSessions.End(r.Context(), r.session); err != nil {
+		return err
+	}
+	http.SetCookie(w, expired(sessionCookie, "/"))
 	http.Redirect(w, r.Request, "/login", http.StatusSeeOther)
 	return nil
 }
@@ -232,3 +287,7 @@ func (s *Server) logout(w http.ResponseWriter, r *request) error {
 func background(r *request) context.Context {
 	return desk.WithPrincipal(context.Background(), r.p)
 }
+
+// safeNext keeps a post-login redirect on desk's own pages (see package
+// safenext, which fuzzes it).
+func safeNext(raw string) string { return safenext.Path(raw) }

@@ -124,10 +124,13 @@ type Deps struct {
 	// LoginLinks redeems the one-time codes of login links
 	// (/login?code=…); nil refuses every code.
 	LoginLinks LoginLinks
+	// BrowserSessions signs browsers in: the session cookie holds a
+	// browser session's id, never a token. nil signs no browser in.
+	BrowserSessions desk.BrowserSessionService
 }
 
-// LoginLinks redeems a login link's one-time code for the token the
-// session cookie holds (see package loginlink).
+// LoginLinks redeems a login link's one-time code for the token a
+// browser session is started with (see package loginlink).
 type LoginLinks interface {
 	Redeem(code string) (token string, ok bool)
 }

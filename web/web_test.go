@@ -213,15 +213,18 @@ func TestLoginCookie(t *testing.T) {
 	}
 	var tok *http.Cookie
 	for _, ck := range resp.Cookies() {
-		if ck.Name == "desk_token" {
+		if ck.Name == "desk_session" {
 			tok = ck
 		}
 	}
 	if tok == nil {
-		t.Fatal("no desk_token cookie set")
+		t.Fatal("no desk_session cookie set")
 	}
-	if !tok.HttpOnly || tok.SameSite != http.SameSiteStrictMode || tok.Path != "/" || tok.MaxAge <= 0 {
+	if !tok.HttpOnly || tok.SameSite != http.SameSiteStrictMode || tok.Path != "/" || tok.MaxAge <= 0 || tok.MaxAge > 24*3600 {
 		t.Fatalf("cookie flags: %+v", tok)
+	}
+	if strings.Contains(tok.Value, f.e.Token) {
+		t.Fatal("the session cookie holds the token")
 	}
 	// The cookie opens the UI but never the API (which wants the bearer
 	// header), so a page of another site can use neither.

@@ -105,6 +105,17 @@ func (e *Env) Restart() {
 	e.open()
 }
 
+// WebCookie starts a browser session of the web UI for token, as the
+// sign-in form does, and returns the cookie a signed-in browser sends.
+func (e *Env) WebCookie(token string) *http.Cookie {
+	e.T.Helper()
+	id, _, err := e.App.BrowserSessions.Start(context.Background(), token)
+	if err != nil {
+		e.T.Fatalf("start a browser session: %v", err)
+	}
+	return &http.Cookie{Name: "desk_session", Value: id}
+}
+
 // Response is a finished HTTP exchange.
 type Response struct {
 	Status int

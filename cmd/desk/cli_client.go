@@ -41,6 +41,7 @@ func addClientCommands(root *cobra.Command, g *globals) {
 		mcpCmd(g),
 		acpCmd(g),
 		loginLinkCmd(g),
+		logoutAllCmd(g),
 	)
 	root.AddCommand(decideCommands(g)...)
 }

@@ -34,3 +34,30 @@ memory, so a restart forgets every link.`,
 		},
 	}
 }
+
+// logoutAllCmd ends browser sessions on the server: a lost laptop or a
+// shared browser is signed out without waiting for the sessions to expire.
+func logoutAllCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "logout-all",
+		Short: "Sign every browser out of the web UI (admin token: all browsers; actor token: its own)",
+		Long: `End browser sessions of the web UI on the server, at once: with the admin token
+every browser session, with an actor token the actor's own. A browser that was
+signed in goes back to the sign-in form on its next request. Tokens are not
+affected: they keep working for the API, the CLI and new sign-ins.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			r, err := c.RevokeBrowserSessions(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return out(cmd, g, r, func(w io.Writer) {
+				fmt.Fprintf(w, "signed out %d browser session(s)\n", r.Revoked)
+			})
+		},
+	}
+}

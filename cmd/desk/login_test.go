@@ -1,7 +1,10 @@
 package main
 
 import (
+	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,9 +16,9 @@ import (
 
 var loginLinkRE = regexp.MustCompile(`(http://[0-9.:]+/login\?code=(desklink_[a-z2-7]+))`)
 
-// signIn follows a login link as a browser does and reports whether it
-// answered the session cookie and a redirect to / without the code.
-func signIn(t *testing.T, link string) bool {
+// signIn follows a login link as a browser does and returns the session
+// cookie it answered with a redirect to / without the code, or nil.
+func signIn(t *testing.T, link string) *http.Cookie {
 	t.Helper()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := c.Get(link)
@@ -24,11 +27,55 @@ func signIn(t *testing.T, link string) bool {
 	}
 	resp.Body.Close()
 	for _, ck := range resp.Cookies() {
-		if ck.Name == "desk_token" && ck.Value != "" {
-			return resp.StatusCode == http.StatusSeeOther && resp.Header.Get("Location") == "/"
+		if ck.Name == "desk_session" && ck.Value != "" && resp.StatusCode == http.StatusSeeOther && resp.Header.Get("Location") == "/" {
+			return ck
 		}
 	}
-	return false
+	return nil
+}
+
+// webSignIn signs in to the web UI at base with token through the sign-in
+// form, as a person does, and returns the browser session's cookie.
+func webSignIn(t *testing.T, base, token string) *http.Cookie {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(base + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("no sign-in form at %s/login", base)
+	}
+	resp, err = c.PostForm(base+"/login", url.Values{"csrf": {string(m[1])}, "token": {token}, "next": {"/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "desk_session" && ck.Value != "" {
+			return ck
+		}
+	}
+	t.Fatalf("sign-in = %d without a session cookie", resp.StatusCode)
+	return nil
+}
+
+// opensUI reports whether a browser session cookie opens the web UI at
+// base (a page, not the sign-in form).
+func opensUI(t *testing.T, base string, ck *http.Cookie) bool {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/logs", nil)
+	req.AddCookie(ck)
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // TestServePrintsWhereToSignIn runs the real desk serve: its startup
@@ -76,11 +123,15 @@ func TestServePrintsWhereToSignIn(t *testing.T) {
 	if strings.Contains(strings.Join(got, "\n"), strings.TrimSpace(string(tok))) {
 		t.Fatal("the startup output shows the admin token itself")
 	}
-	if !signIn(t, m[1]) {
+	first := signIn(t, m[1])
+	if first == nil {
 		t.Fatal("the startup link did not sign a browser in")
 	}
-	if signIn(t, m[1]) {
+	if signIn(t, m[1]) != nil {
 		t.Fatal("the startup link worked twice")
+	}
+	if first.Value == strings.TrimSpace(string(tok)) || !opensUI(t, addr[1], first) {
+		t.Fatal("the link's session cookie holds the token or opens nothing")
 	}
 
 	env := cleanEnv("DESK_HOME="+home, "DESK_SERVER="+addr[1])
@@ -89,8 +140,24 @@ func TestServePrintsWhereToSignIn(t *testing.T) {
 	if code != 0 || fresh == nil || fresh[2] == m[2] {
 		t.Fatalf("desk login-link = %d %q: want a fresh link", code, out)
 	}
-	if !signIn(t, fresh[1]) {
+	second := signIn(t, fresh[1])
+	if second == nil {
 		t.Fatal("the link of desk login-link did not sign a browser in")
+	}
+	byForm := webSignIn(t, addr[1], strings.TrimSpace(string(tok)))
+
+	// desk logout-all signs every browser out, on the server.
+	if !opensUI(t, addr[1], second) || !opensUI(t, addr[1], byForm) {
+		t.Fatal("a fresh browser session does not open the UI")
+	}
+	out, code = run(t, env, "logout-all")
+	if code != 0 || !strings.Contains(out, "signed out 3 browser session(s)") {
+		t.Fatalf("desk logout-all = %d %q: want 3 sessions signed out", code, out)
+	}
+	for _, ck := range []*http.Cookie{first, second, byForm} {
+		if opensUI(t, addr[1], ck) {
+			t.Fatal("a browser session works after desk logout-all")
+		}
 	}
 	if out, code := run(t, cleanEnv("DESK_HOME="+home, "DESK_SERVER="+addr[1], "DESK_TOKEN=desk_wrong"), "login-link"); code != exitAuth {
 		t.Fatalf("desk login-link with a wrong token = %d %q, want %d", code, out, exitAuth)
@@ -110,7 +177,7 @@ func TestStartKeepsTheLinkOutOfDeskLog(t *testing.T) {
 		t.Fatalf("start = %d %q: want a login link", code, out)
 	}
 	defer run(t, env, "stop")
-	if !signIn(t, m[1]) {
+	if signIn(t, m[1]) == nil {
 		t.Fatal("desk start's link did not sign a browser in")
 	}
 	log, err := os.ReadFile(filepath.Join(home, logFileName))

@@ -223,7 +223,7 @@ func (d *deskProc) call(method, path string, body, out any) int {
 func (d *deskProc) webPage(path string) string {
 	d.t.Helper()
 	req, _ := http.NewRequest("GET", d.url+path, nil)
-	req.AddCookie(&http.Cookie{Name: "desk_token", Value: d.token})
+	req.AddCookie(webSignIn(d.t, d.url, d.token))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		d.t.Fatal(err)

@@ -47,12 +47,13 @@ func TestShutdownEndsOpenStreams(t *testing.T) {
 		t.Fatalf("create workspace = %d, %v", resp.StatusCode, err)
 	}
 	resp.Body.Close()
+	web := webSignIn(t, url, admin)
 	paths := []string{"/v1/events", "/v1/logs/stream", "/w/" + ws.ID + "/stream", "/logs/stream"}
 	results := make(chan ended, len(paths))
 	for _, p := range paths {
 		req, _ := http.NewRequest("GET", url+p, nil)
 		req.Header.Set("Authorization", "Bearer "+admin)
-		req.AddCookie(&http.Cookie{Name: "desk_token", Value: admin}) // the web UI's sign-in
+		req.AddCookie(web) // the web UI's sign-in
 		req.Header.Set("Accept", "text/event-stream")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

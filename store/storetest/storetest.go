@@ -47,6 +47,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("SandboxLimits", func(t *testing.T) { testSandboxLimits(t, open(t)) })
 	t.Run("Runtimes", func(t *testing.T) { testRuntimes(t, open(t)) })
 	t.Run("Threads", func(t *testing.T) { testThreads(t, open(t)) })
+	t.Run("BrowserSessions", func(t *testing.T) { testBrowserSessions(t, open(t)) })
 }
 
 var ctx = context.Background()
