@@ -43,6 +43,7 @@ func (Transport) Attach(ctx context.Context, stdio wire.Stdio, opts wire.Options
 	c.out = newStdoutGuard(stdio.Stdout, opts.LineLimit())
 	c.rpc = sdk.NewClientSideConnection(c, stdio.Stdin, c.out)
 	c.rpc.SetLogger(opts.Log)
+	close(c.out.ready)
 	caps := sdk.ClientCapabilities{}
 	if opts.Client != nil {
 		caps.Fs = sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}

@@ -25,6 +25,12 @@ type stdoutGuard struct {
 
 	mu  sync.Mutex
 	bad error
+
+	// ready is closed once the connection is set up (its logger
+	// installed): the SDK's receive loop starts in NewConnection and
+	// reads the logger when it ends, while SetLogger writes it without a
+	// lock; holding the first read until then orders the two.
+	ready chan struct{}
 }
 
 // sdkMaxLine is the ACP Go SDK's own bound of one line (its scanner's
@@ -35,10 +41,11 @@ const sdkMaxLine = 10 << 20
 
 func newStdoutGuard(r io.Reader, max int) *stdoutGuard {
 	max = min(max, sdkMaxLine)
-	return &stdoutGuard{r: bufio.NewReaderSize(r, min(64<<10, max)), max: max}
+	return &stdoutGuard{r: bufio.NewReaderSize(r, min(64<<10, max)), max: max, ready: make(chan struct{})}
 }
 
 func (g *stdoutGuard) Read(p []byte) (int, error) {
+	<-g.ready
 	if len(g.pending) == 0 {
 		line, err := g.line()
 		if err != nil && errors.Is(err, wire.ErrLineTooLong) {
