@@ -1,44 +1,15 @@
 package anthropic
 
 import (
-	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/desk-runtime/desk/agent/provider/providertest"
 )
 
-// TestErrorBodyKeepsTypeAndMessageOnly: of an error body only the JSON
-// error type and message reach the error, redacted; an HTML body adds
-// nothing but the status. The error becomes an execution's reason, which
-// the session's actor reads.
+// TestErrorBodyKeepsTypeAndMessageOnly: see providertest.CheckErrorBodies.
 func TestErrorBodyKeepsTypeAndMessageOnly(t *testing.T) {
-	secrets := []string{testKey, "sk-live-ABCDEF0123456789abcdef", "secret123", "debug", "internal-host-17", "<html"}
-	for _, tc := range []struct {
-		name, ctype, body string
-		want              []string
-	}{
-		{"json", "application/json", `{"type":"error","error":{"type":"invalid_request_error","message":"bad key sk-live-ABCDEF0123456789abcdef in header, yours: ` + testKey + `"},"debug":"Authorization: Bearer secret123 internal-host-17"}`,
-			[]string{"HTTP 400", "invalid_request_error: bad key [redacted] in header"}},
-		{"html", "text/html", `<html><body>proxy at internal-host-17: Authorization: Bearer secret123 sk-live-ABCDEF0123456789abcdef</body></html>`,
-			[]string{"HTTP 400"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := providertest.NewServer(t, providertest.Exchange{Status: 400, Header: http.Header{"Content-Type": {tc.ctype}}, Body: []byte(tc.body)})
-			_, _, err := stream(t, newTestProvider(srv), simpleRequest())
-			if err == nil {
-				t.Fatal("no error")
-			}
-			for _, s := range tc.want {
-				if !strings.Contains(err.Error(), s) {
-					t.Errorf("%q lacks %q", err, s)
-				}
-			}
-			for _, s := range secrets {
-				if strings.Contains(err.Error(), s) {
-					t.Errorf("%q holds %q", err, s)
-				}
-			}
-		})
-	}
+	providertest.CheckErrorBodies(t, testKey, func(srv *providertest.Server) error {
+		_, _, err := stream(t, newTestProvider(srv), simpleRequest())
+		return err
+	})
 }
