@@ -235,7 +235,7 @@ type AgentSettings struct {
 	GitWritable bool `json:"git_writable"`
 }
 
-// SandboxLimits bound one command of an agent (agent/sandbox.Limits has
+// SandboxLimits bound one command of an agent (sandbox.Limits has
 // the same fields and enforces them). Zero means the default.
 type SandboxLimits struct {
 	Processes   int   `json:"processes"`

@@ -27,7 +27,6 @@ import (
 	"github.com/desk-runtime/desk/agent/extensions"
 	"github.com/desk-runtime/desk/agent/provider"
 	"github.com/desk-runtime/desk/agent/provider/script"
-	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/agent/tools"
 	"github.com/desk-runtime/desk/agent/typescript"
 	"github.com/desk-runtime/desk/archive"
@@ -35,6 +34,7 @@ import (
 	"github.com/desk-runtime/desk/fsjail"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/models"
+	"github.com/desk-runtime/desk/sandbox"
 	"github.com/desk-runtime/desk/selection"
 	"github.com/desk-runtime/desk/session"
 )

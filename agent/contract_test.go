@@ -3,7 +3,7 @@ package agent_test
 // Provider contract tests: a real desk (store, execution model, the agent
 // loop, desk's complete tool set, the real provider adapters made by
 // agent.Providers from the environment) drives every turn shape against
-// the strict local servers of agent/provider/strict, which refuse any
+// the strict local servers of internal/modeltest/strict, which refuse any
 // request the real APIs would refuse. A request desk cannot send is a
 // failed turn here, as it was for users.
 
@@ -20,14 +20,14 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent"
-	"github.com/desk-runtime/desk/agent/provider/strict"
-	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/agent/tools"
 	"github.com/desk-runtime/desk/agent/typescript"
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/internal/modeltest/strict"
 	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/sandbox"
 )
 
 // wait bounds every wait: generous, the machine may be loaded.

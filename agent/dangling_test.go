@@ -10,8 +10,8 @@ import (
 	"github.com/desk-runtime/desk/agent/provider"
 	"github.com/desk-runtime/desk/agent/provider/anthropic"
 	"github.com/desk-runtime/desk/agent/provider/openai"
-	"github.com/desk-runtime/desk/agent/provider/strict"
 	"github.com/desk-runtime/desk/agent/tools"
+	"github.com/desk-runtime/desk/internal/modeltest/strict"
 )
 
 // commandStore answers ListCommands from a list; nothing else of the

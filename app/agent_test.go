@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/execution"
 	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/sandbox"
 )
 
 // The agent's behaviour end to end: a real desk whose executor is the real

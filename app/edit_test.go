@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/provider/strict"
+	"github.com/desk-runtime/desk/internal/modeltest/strict"
 )
 
 // Edit and resend, end to end through HTTP with the real OpenAI adapter

@@ -12,9 +12,9 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent"
-	"github.com/desk-runtime/desk/agent/provider/strict"
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/internal/modeltest/strict"
 	"github.com/desk-runtime/desk/layout"
 )
 

@@ -28,11 +28,11 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent"
-	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/agent/tools"
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/sandbox"
 	"github.com/desk-runtime/desk/store/sqlstore"
 )
 

@@ -4,8 +4,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/sandbox"
 )
 
 // sweepSetid clears, before anything runs, the setuid and setgid bits of

@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/provider/strict"
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/internal/modeltest/strict"
 )
 
 // TestUsageFromStrictServers: a turn through the real adapters against the

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/client"
 	"github.com/desk-runtime/desk/mcpserver"
+	"github.com/desk-runtime/desk/sandbox"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

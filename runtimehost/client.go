@@ -41,11 +41,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/atomicfile"
 	"github.com/desk-runtime/desk/execution"
 	"github.com/desk-runtime/desk/fsjail"
 	"github.com/desk-runtime/desk/runtimehost/wire"
+	"github.com/desk-runtime/desk/sandbox"
 )
 
 // Bounds of the client's answers.

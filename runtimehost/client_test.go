@@ -23,11 +23,11 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/runtimehost"
 	"github.com/desk-runtime/desk/runtimehost/acp"
 	"github.com/desk-runtime/desk/runtimehost/wire"
+	"github.com/desk-runtime/desk/sandbox"
 	"github.com/desk-runtime/desk/session"
 )
 

@@ -25,13 +25,13 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/archive"
 	"github.com/desk-runtime/desk/execution"
 	"github.com/desk-runtime/desk/fsjail"
 	"github.com/desk-runtime/desk/gateway"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/runtimehost/wire"
+	"github.com/desk-runtime/desk/sandbox"
 	"github.com/desk-runtime/desk/session"
 )
 

@@ -21,13 +21,13 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/provider/strict"
-	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/gateway"
+	"github.com/desk-runtime/desk/internal/modeltest/strict"
 	"github.com/desk-runtime/desk/internal/npmbin"
 	"github.com/desk-runtime/desk/runtimehost"
 	"github.com/desk-runtime/desk/runtimehost/acp"
 	"github.com/desk-runtime/desk/runtimehost/wire"
+	"github.com/desk-runtime/desk/sandbox"
 )
 
 func TestCodexACPAnswersInTheSandbox(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/desk-runtime/desk/agent/provider/strict"
 	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/internal/modeltest/strict"
 )
 
 // TestBrowserLive runs the browser half of #17's acceptance list that is

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
+	"github.com/desk-runtime/desk/sandbox"
 )
 
 // browser is an HTTP client with a cookie jar, signed in to the UI.

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/sandbox"
 	"github.com/desk-runtime/desk/session"
 )
 

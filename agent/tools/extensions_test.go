@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/agent/typescript"
+	"github.com/desk-runtime/desk/sandbox"
 )
 
 func names(ts []Tool) []string {

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/desk-runtime/desk/agent/sandbox"
+	"github.com/desk-runtime/desk/sandbox"
 )
 
 // Long-running commands: exec_command with yield_time_ms starts a command

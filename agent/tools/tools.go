@@ -27,10 +27,10 @@ import (
 	"strings"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/agent/typescript"
 	"github.com/desk-runtime/desk/fsjail"
 	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/sandbox"
 	"github.com/desk-runtime/desk/session"
 )
 

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/agent/typescript"
+	"github.com/desk-runtime/desk/sandbox"
 )
 
 // execute_typescript: a snippet is typechecked by the real TypeScript

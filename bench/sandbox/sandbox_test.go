@@ -30,9 +30,9 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/sandbox"
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
+	"github.com/desk-runtime/desk/sandbox"
 )
 
 func TestSandboxStart(t *testing.T) {

@@ -3,7 +3,7 @@ package main
 // Black-box tests of desk over real model APIs: the real binary (this test
 // binary run as desk) is started with a model in DESK_MODEL and the
 // provider's base URL in its environment, pointing at the strict local
-// servers of agent/provider/strict, which refuse any request the real
+// servers of internal/modeltest/strict, which refuse any request the real
 // APIs would refuse. Everything goes through the HTTP API.
 
 import (
@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/provider/strict"
 	"github.com/desk-runtime/desk/app/apptest"
+	"github.com/desk-runtime/desk/internal/modeltest/strict"
 )
 
 // modelDesk is a running desk binary and its strict model server.

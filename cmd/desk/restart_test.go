@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/provider/strict"
-	"github.com/desk-runtime/desk/agent/sandbox"
+	"github.com/desk-runtime/desk/internal/modeltest/strict"
 	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/sandbox"
 	"github.com/desk-runtime/desk/store/postgres/pgtest"
 	"github.com/desk-runtime/desk/store/sqlite"
 )
@@ -32,7 +32,7 @@ import (
 // after the restart as they do a live one.
 //
 // chatModel wraps the strict Chat Completions server of
-// agent/provider/strict (every request desk sends is checked against
+// internal/modeltest/strict (every request desk sends is checked against
 // OpenAI's published request schema and the conversation rules, so a
 // resumed turn must send a request the real API accepts) with a script
 // and a record of the turn requests, kept apart from title requests.

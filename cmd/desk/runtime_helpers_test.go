@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/provider/strict"
+	"github.com/desk-runtime/desk/internal/modeltest/strict"
 	"github.com/desk-runtime/desk/internal/npmbin"
 )
 

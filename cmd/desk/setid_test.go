@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/sandbox"
+	"github.com/desk-runtime/desk/sandbox"
 )
 
 // serveLogged starts `desk serve` like startServe and returns the stderr

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/desk-runtime/desk/agent/provider/strict"
+	"github.com/desk-runtime/desk/internal/modeltest/strict"
 	"github.com/desk-runtime/desk/internal/npmbin"
 	"github.com/desk-runtime/desk/runtimehost/codex"
 	"github.com/desk-runtime/desk/runtimehost/wire"

@@ -3,7 +3,7 @@ package openai
 import (
 	"testing"
 
-	"github.com/desk-runtime/desk/agent/provider/providertest"
+	"github.com/desk-runtime/desk/internal/modeltest/providertest"
 )
 
 // TestErrorBodyKeepsTypeAndMessageOnly: see providertest.CheckErrorBodies.

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk/agent/provider"
-	"github.com/desk-runtime/desk/agent/provider/providertest"
+	"github.com/desk-runtime/desk/internal/modeltest/providertest"
 )
 
 const testKey = "sk-test-0123456789abcdefghijklmnopqrstuvwxyz-secret"

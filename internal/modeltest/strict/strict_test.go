@@ -17,7 +17,7 @@ import (
 	"github.com/desk-runtime/desk/agent/provider"
 	"github.com/desk-runtime/desk/agent/provider/anthropic"
 	"github.com/desk-runtime/desk/agent/provider/openai"
-	"github.com/desk-runtime/desk/agent/provider/strict"
+	"github.com/desk-runtime/desk/internal/modeltest/strict"
 )
 
 var weather = provider.Tool{Name: "weather", Description: "the weather of a city",

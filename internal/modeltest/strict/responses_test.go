@@ -13,7 +13,7 @@ import (
 	oaiopt "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/desk-runtime/desk/agent/provider/strict"
+	"github.com/desk-runtime/desk/internal/modeltest/strict"
 )
 
 // TestResponsesStreamsLikeTheAPI: the official SDK's streaming client
