@@ -413,7 +413,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	// key; its model calls go through desk, which counts them.
 	if ho.Gateway == nil {
 		gw := gateway.New(gateway.Options{Usage: store, Dir: filepath.Join(home.Root, "run", "gateway"), LookupEnv: ho.LookupEnv,
-			Logger: a.Logger.With("component", "gateway")})
+			Models: a.Models, Logger: a.Logger.With("component", "gateway")})
 		if err := a.open(ctx, "model gateway", gw); err != nil {
 			return nil, err
 		}

@@ -73,6 +73,19 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Stream bool   `json:"stream"`
 	}
 	_ = json.Unmarshal(body, &req)
+	if rt.model || rt.path == "/v1/messages/count_tokens" {
+		if why, ok := g.declared(rt.provider, req.Model); !ok {
+			// Refused in the provider's own shape, as its 400 for a bad
+			// request would be, so the runtime shows it rather than
+			// retrying; nothing reaches the provider.
+			if rt.model {
+				e.end(id, why)
+			}
+			g.o.Logger.Warn("model gateway refused an undeclared model", desk.LogSessionID, turn.SessionID, "runtime", turn.Runtime, "model", req.Model)
+			errorJSON(w, http.StatusBadRequest, "invalid_request_error", "desk's model gateway: "+why)
+			return
+		}
+	}
 	if rt.provider == "openai" && rt.path == "/chat/completions" && req.Stream {
 		body = includeUsage(body)
 	}
@@ -248,4 +261,29 @@ func transportError(err error) string {
 		err = ue.Err
 	}
 	return err.Error()
+}
+
+// declared reports whether the operator offers model of provider, and
+// when not, why, naming what is offered.
+func (g *Gateway) declared(providerName, model string) (string, bool) {
+	if model == "" {
+		return "the request names no model; desk forwards calls only for the models its operator declared (DESK_MODEL, DESK_MODELS)", false
+	}
+	if g.o.Models != nil {
+		if _, ok := g.o.Models.Find(providerName, model); ok {
+			return "", true
+		}
+	}
+	var offered []string
+	if g.o.Models != nil {
+		for _, m := range g.o.Models.Models() {
+			if strings.HasPrefix(m, providerName+":") {
+				offered = append(offered, strings.TrimPrefix(m, providerName+":"))
+			}
+		}
+	}
+	if len(offered) == 0 {
+		return fmt.Sprintf("model %q is not offered by this desk: its operator declared no %s models (DESK_MODEL, DESK_MODELS)", model, providerName), false
+	}
+	return fmt.Sprintf("model %q is not offered by this desk; its %s models are: %s (the operator declares them in DESK_MODEL and DESK_MODELS)", model, providerName, strings.Join(offered, ", ")), false
 }

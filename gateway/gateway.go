@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/agent/provider"
 )
 
 // Defaults.
@@ -100,6 +101,22 @@ type Options struct {
 	// header times when nil).
 	Transport http.RoundTripper
 	MaxBody   int64
+	// Models are the models the operator offers (DESK_MODEL and
+	// DESK_MODELS). A call naming any other model is refused before it
+	// leaves desk: the operator's key pays for the models the operator
+	// chose, not for whatever a runtime (or the agent inside it) asks
+	// for. Nil offers none, so every model call is refused.
+	Models Models
+}
+
+// Models is the operator's model catalog as the gateway asks it
+// (models.Catalog).
+type Models interface {
+	// Find returns the declared model of a provider by the name a client
+	// of that provider's API sends.
+	Find(providerName, model string) (provider.Spec, bool)
+	// Models lists every model a session may choose, for the refusal.
+	Models() []string
 }
 
 // Gateway makes endpoints. Open/Close: Close closes every endpoint.

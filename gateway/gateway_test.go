@@ -26,6 +26,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/gateway"
 	"github.com/desk-runtime/desk/internal/modeltest/strict"
+	"github.com/desk-runtime/desk/models"
 	"github.com/desk-runtime/desk/store/sqlite"
 )
 
@@ -52,7 +53,13 @@ func setup(t *testing.T) *fixture {
 	t.Cleanup(func() { st.Close() })
 	f := &fixture{store: st, env: map[string]string{"OPENAI_API_KEY": realOpenAI, "ANTHROPIC_API_KEY": realAnthropic},
 		turn: gateway.Turn{WorkspaceID: "wsp_1", SessionID: "ses_1", SurfaceID: "srf_1", ExecutionID: "exe_1", ActorID: "act_1", Runtime: "rt"}}
-	f.g = gateway.New(gateway.Options{Usage: st, Dir: filepath.Join(dir, "gw"), LookupEnv: func(k string) (string, bool) {
+	// The operator offers these models; the tests call them (and, as
+	// attackers, others).
+	catalog, err := models.New("", []string{"openai:gpt-test", "anthropic:claude-test", "openai-compatible:http://127.0.0.1:1/v1#gpt-other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.g = gateway.New(gateway.Options{Usage: st, Dir: filepath.Join(dir, "gw"), Models: catalog, LookupEnv: func(k string) (string, bool) {
 		v, ok := f.env[k]
 		return v, ok
 	}})
@@ -210,6 +217,73 @@ func TestAnthropicMessagesOverTheUnixSocket(t *testing.T) {
 	// count_tokens is free: one call, input counting the cache.
 	if got := f.sum(t); got.Calls != 1 || got.InputTokens != 500 || got.OutputTokens != 11 || got.CachedTokens != 300 {
 		t.Fatalf("usage %+v", got)
+	}
+}
+
+// Attack: a runtime (or the agent inside it, which can write its config)
+// asks for a model the operator did not declare, or names none, or names
+// a model another provider's entry declares: the operator's key is never
+// spent on it. The answer is a 400 in the provider's error shape naming
+// the models offered; nothing reaches the provider and no usage is
+// recorded.
+func TestGatewayRefusesUndeclaredModels(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	oa := strict.NewResponses(t, strict.Reply{Text: "declared", Usage: strict.Usage{Input: 10, Output: 1}})
+	oa.RequireKey(realOpenAI)
+	an := strict.NewAnthropic(t)
+	an.RequireKey(realAnthropic)
+	f.env["OPENAI_BASE_URL"], f.env["ANTHROPIC_BASE_URL"] = oa.BaseURL(), an.BaseURL()
+	e := f.endpoint(t, gateway.HostLoopback)
+	env := e.Env(e.Addr())
+	for _, c := range []struct{ name, url, header, body, want string }{
+		{"undeclared openai model", env["OPENAI_BASE_URL"] + "/responses", "bearer", `{"model":"gpt-5-pro","input":"hi"}`, `model \"gpt-5-pro\" is not offered by this desk; its openai models are: gpt-test`},
+		{"openai-compatible name on openai", env["OPENAI_BASE_URL"] + "/chat/completions", "bearer", `{"model":"gpt-other","messages":[{"role":"user","content":"hi"}]}`, `model \"gpt-other\" is not offered`},
+		{"no model", env["OPENAI_BASE_URL"] + "/responses", "bearer", `{"input":"hi"}`, "the request names no model"},
+		{"not JSON", env["OPENAI_BASE_URL"] + "/responses", "bearer", `model=gpt-test`, "the request names no model"},
+		{"undeclared anthropic model", env["ANTHROPIC_BASE_URL"] + "/v1/messages", "x-api-key", `{"model":"claude-opus-4-1","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, "its anthropic models are: claude-test"},
+		{"openai name on anthropic", env["ANTHROPIC_BASE_URL"] + "/v1/messages", "x-api-key", `{"model":"gpt-test","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, `model \"gpt-test\" is not offered`},
+		{"count_tokens of an undeclared model", env["ANTHROPIC_BASE_URL"] + "/v1/messages/count_tokens", "x-api-key", `{"model":"claude-opus-4-1","messages":[{"role":"user","content":"hi"}]}`, "is not offered"},
+	} {
+		res, body := post(t, http.DefaultClient, c.url, e.Credential(), c.header, c.body)
+		var shape struct {
+			Error struct{ Type, Message string }
+		}
+		if res.StatusCode != http.StatusBadRequest || json.Unmarshal([]byte(body), &shape) != nil || shape.Error.Type != "invalid_request_error" || !strings.Contains(body, c.want) {
+			t.Errorf("%s: %d %s, want 400 invalid_request_error containing %s", c.name, res.StatusCode, body, c.want)
+		}
+	}
+	if n := len(oa.Requests()) + len(an.Requests()); n != 0 {
+		t.Fatalf("%d refused calls reached a provider", n)
+	}
+	if got := f.sum(t); got.Calls != 0 {
+		t.Fatalf("refused calls recorded usage: %+v", got)
+	}
+	// The declared model still goes through on the same endpoint.
+	if res, body := post(t, http.DefaultClient, env["OPENAI_BASE_URL"]+"/responses", e.Credential(), "bearer", `{"model":"gpt-test","input":"hi"}`); res.StatusCode != 200 || !strings.Contains(body, "declared") {
+		t.Fatalf("declared model: %d %s", res.StatusCode, body)
+	}
+}
+
+// A gateway the operator gave no catalog spends the key on nothing.
+func TestGatewayWithoutCatalogRefusesEveryModel(t *testing.T) {
+	t.Parallel()
+	srv := strict.NewResponses(t)
+	g := gateway.New(gateway.Options{LookupEnv: func(k string) (string, bool) {
+		return map[string]string{"OPENAI_API_KEY": realOpenAI, "OPENAI_BASE_URL": srv.BaseURL()}[k], true
+	}})
+	if err := g.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close(context.Background()) })
+	e, err := g.NewEndpoint(gateway.Turn{SessionID: "ses_1"}, gateway.HostLoopback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	res, body := post(t, http.DefaultClient, e.Env(e.Addr())["OPENAI_BASE_URL"]+"/responses", e.Credential(), "bearer", `{"model":"gpt-test","input":"hi"}`)
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "declared no openai models") || len(srv.Requests()) != 0 {
+		t.Fatalf("%d %s (%d reached the provider)", res.StatusCode, body, len(srv.Requests()))
 	}
 }
 

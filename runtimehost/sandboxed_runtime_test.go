@@ -24,6 +24,7 @@ import (
 	"github.com/desk-runtime/desk/gateway"
 	"github.com/desk-runtime/desk/internal/modeltest/strict"
 	"github.com/desk-runtime/desk/internal/npmbin"
+	"github.com/desk-runtime/desk/models"
 	"github.com/desk-runtime/desk/runtimehost"
 	"github.com/desk-runtime/desk/runtimehost/acp"
 	"github.com/desk-runtime/desk/runtimehost/wire"
@@ -73,7 +74,7 @@ trust_level = "trusted"
 	srv.RequireKey(operatorKey)
 	deskEnv := map[string]string{"OPENAI_BASE_URL": srv.BaseURL(), "OPENAI_API_KEY": operatorKey}
 	lookup := func(k string) (string, bool) { v, ok := deskEnv[k]; return v, ok }
-	gw := gateway.New(gateway.Options{Usage: f.store, Dir: filepath.Join(t.TempDir(), "gw"), LookupEnv: lookup})
+	gw := gateway.New(gateway.Options{Usage: f.store, Models: gatewayModels(t), Dir: filepath.Join(t.TempDir(), "gw"), LookupEnv: lookup})
 	must(t, gw.Open(ctx))
 	defer gw.Close(ctx)
 
@@ -143,7 +144,7 @@ func TestOldRegistrationNeverPassesTheKey(t *testing.T) {
 		}
 		return "", false
 	}
-	gw := gateway.New(gateway.Options{Usage: f.store, LookupEnv: lookup})
+	gw := gateway.New(gateway.Options{Usage: f.store, Models: gatewayModels(t), LookupEnv: lookup})
 	must(t, gw.Open(ctx))
 	defer gw.Close(ctx)
 	h := runtimehost.New(runtimehost.Options{Store: f.store, Home: f.home, CancelGrace: time.Second,
@@ -209,7 +210,7 @@ func TestModelCallsThroughTheGatewayInEveryMode(t *testing.T) {
 				}
 				return "", false
 			}
-			gw := gateway.New(gateway.Options{Usage: f.store, LookupEnv: lookup})
+			gw := gateway.New(gateway.Options{Usage: f.store, Models: gatewayModels(t), LookupEnv: lookup})
 			must(t, gw.Open(ctx))
 			defer gw.Close(ctx)
 			h := runtimehost.New(runtimehost.Options{Store: f.store, Home: f.home, CancelGrace: time.Second,
@@ -253,7 +254,7 @@ func TestFailingModelCallsFailTheTurn(t *testing.T) {
 		}
 		return "", false
 	}
-	gw := gateway.New(gateway.Options{Usage: f.store, LookupEnv: lookup})
+	gw := gateway.New(gateway.Options{Usage: f.store, Models: gatewayModels(t), LookupEnv: lookup})
 	must(t, gw.Open(ctx))
 	defer gw.Close(ctx)
 	// full-access (the fixture's mode): the child on the host, no bwrap
@@ -272,4 +273,15 @@ func TestFailingModelCallsFailTheTurn(t *testing.T) {
 	if h.Running() != 0 {
 		t.Fatal("the failing child is still running")
 	}
+}
+
+// gatewayModels are the models the operator offers in these tests: the
+// gateway forwards calls for them only.
+func gatewayModels(t *testing.T) *models.Catalog {
+	t.Helper()
+	c, err := models.New("", []string{"openai:gpt-test", "openai:gpt-5-codex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -523,6 +523,46 @@ func TestRuntimeGatewayUpstreamDown(t *testing.T) {
 	}
 }
 
+// Attack: a runtime asks for a model its operator did not declare (the
+// agent inside it can change its config, or the runtime's default moved
+// on). Desk's gateway refuses the call before it reaches the provider, and
+// the turn fails naming the model and what is offered, the real runtime
+// showing the provider-shaped 400 as the provider's own answer.
+func TestRuntimeGatewayRefusesUndeclaredModel(t *testing.T) {
+	for _, pc := range protocolCases {
+		if pc.protocol == "acp" {
+			continue
+		}
+		t.Run(pc.name, func(t *testing.T) {
+			bin := pc.find(t)
+			m := &scriptedModel{arrived: make(chan struct{}, 1)}
+			argv, envNames, deskEnv := pc.model(t, bin, m, func(modelCall) modelAnswer { return modelAnswer{Text: "must not be asked"} })
+			env := []string{"OPENAI_API_KEY=", "OPENAI_BASE_URL=", "ANTHROPIC_API_KEY=", "ANTHROPIC_BASE_URL="}
+			for _, kv := range deskEnv {
+				if strings.HasPrefix(kv, "DESK_MODELS=") {
+					kv = "DESK_MODELS=openai:gpt-4.1,anthropic:claude-opus-4-1"
+				}
+				env = append(env, kv)
+			}
+			d := startLoggedDesk(t, filepath.Join(t.TempDir(), "home"), env...)
+			admin := api{t: t, url: d.url, token: d.token}
+			var ws desk.Workspace
+			admin.must(201, "POST", "/v1/workspaces", map[string]string{"name": "undeclared"}, &ws)
+			admin.must(201, "POST", "/v1/runtimes", map[string]any{"name": "rt", "protocol": pc.protocol, "argv": argv, "env": envNames}, nil)
+			var ses desk.Session
+			admin.must(201, "POST", "/v1/workspaces/"+ws.ID+"/sessions", map[string]string{"runtime": "rt"}, &ses)
+			x := admin.settled(admin.send(ses.ID, "hello"))
+			t.Logf("%s: %s", x.Phase, x.Reason)
+			if x.Phase != desk.PhaseFailed || !strings.Contains(x.Reason, "is not offered by this desk") {
+				t.Fatalf("execution %s (%q), want failed naming the undeclared model", x.Phase, x.Reason)
+			}
+			if got := m.requests(); len(got) != 0 {
+				t.Fatalf("the provider got %d conversation requests for an undeclared model", len(got))
+			}
+		})
+	}
+}
+
 // ended fails unless the execution completed.
 func ended(t *testing.T, x desk.Execution) {
 	t.Helper()

@@ -200,7 +200,9 @@ func codexModel(args func(bin string) []string) func(*testing.T, string, *script
 			}
 			return strict.Reply{Text: a.Text, Usage: modelUsage}
 		})
-		return args(bin), nil, []string{"OPENAI_BASE_URL=" + srv.BaseURL(), "OPENAI_API_KEY=" + operatorKey}
+		// The operator declares the model Codex is configured with: desk's
+		// gateway forwards calls for declared models only.
+		return args(bin), nil, []string{"OPENAI_BASE_URL=" + srv.BaseURL(), "OPENAI_API_KEY=" + operatorKey, "DESK_MODELS=openai:gpt-test"}
 	}
 }
 
@@ -250,7 +252,9 @@ func claudeModel(bash string, argv func(bin string) []string) func(*testing.T, s
 		for i, kv := range env {
 			names[i], _, _ = strings.Cut(kv, "=")
 		}
-		return argv(bin), names, append(env, "ANTHROPIC_BASE_URL="+srv.BaseURL(), "ANTHROPIC_API_KEY="+operatorKey)
+		// The operator declares the models Claude Code calls: the one it
+		// is started with, and claude-code-acp's default.
+		return argv(bin), names, append(env, "ANTHROPIC_BASE_URL="+srv.BaseURL(), "ANTHROPIC_API_KEY="+operatorKey, "DESK_MODELS=anthropic:claude-sonnet-4-5,anthropic:claude-sonnet-4-5-20250929")
 	}
 }
 
