@@ -199,3 +199,43 @@ func TestHostGitRefusesARedirectedWorktree(t *testing.T) {
 		t.Fatalf("gitdir elsewhere: %v", err)
 	}
 }
+
+// Attack: the agent rewrites its worktree's .git file (or the checkout's
+// HEAD) to name a directory elsewhere on the host: the session's git
+// information, which the agent reads, must not carry what that directory's
+// HEAD says.
+func TestReadGitReadsOnlyRepositoriesDeskMade(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ws := t.TempDir()
+	dir := filepath.Join(ws, layout.CheckoutDir)
+	put(t, dir, "a.txt", "a\n", 0o644)
+	gitT(t, dir, "init", "-q", "-b", "main")
+	gitT(t, dir, "add", "-A")
+	gitT(t, dir, "commit", "-q", "-m", "init")
+	wt := filepath.Join(ws, layout.WorktreesDir, "w")
+	if err := AddWorktree(ctx, dir, wt, "w"); err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := ReadGit(dir); !ok || g.Branch != "main" {
+		t.Fatalf("the checkout: %+v %v", g, ok)
+	}
+	if g, ok := ReadGit(wt); !ok || g.Branch != "w" {
+		t.Fatalf("the worktree: %+v %v", g, ok)
+	}
+	secret := t.TempDir()
+	put(t, secret, "HEAD", "ref: refs/heads/another-actors-secret-branch\n", 0o644)
+	put(t, wt, ".git", "gitdir: "+secret+"\n", 0o644)
+	if g, ok := ReadGit(wt); ok {
+		t.Fatalf("a .git file naming a foreign directory was read: %+v", g)
+	}
+	// HEAD a link to a file elsewhere, in the checkout's own .git.
+	head := filepath.Join(dir, ".git", "HEAD")
+	os.Remove(head)
+	if err := os.Symlink(filepath.Join(secret, "HEAD"), head); err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := ReadGit(dir); ok {
+		t.Fatalf("a HEAD linking elsewhere was followed: %+v", g)
+	}
+}

@@ -3,10 +3,12 @@ package checkout
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/desk-runtime/desk"
 )
@@ -76,11 +78,24 @@ func CommonDir(gitDir string) string {
 // ReadGit reads the branch of the work tree dir from its HEAD; ok is false
 // when dir is not a git work tree.
 func ReadGit(dir string) (desk.GitInfo, bool) {
-	g, ok := GitDir(dir)
-	if !ok {
+	// The sandboxed agent writes /workspace/.git: a .git file naming any
+	// directory on the host would otherwise have desk read that
+	// directory's HEAD (another workspace's branch, say) into a session
+	// the agent can read. Only a repository desk made is read, as for
+	// running git (checkRepo), and HEAD is read without following a link.
+	g, err := checkRepo(dir)
+	if err != nil {
 		return desk.GitInfo{}, false
 	}
-	b, err := os.ReadFile(filepath.Join(g, "HEAD"))
+	f, err := os.OpenFile(filepath.Join(g, "HEAD"), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return desk.GitInfo{}, false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return desk.GitInfo{}, false
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
 	if err != nil {
 		return desk.GitInfo{}, false
 	}
