@@ -127,7 +127,8 @@ type Gateway struct {
 	mu        sync.Mutex
 	endpoints map[*Endpoint]struct{}
 	closed    bool
-	run       string // this process's socket directory (Open)
+	run       string   // this process's socket directory (Open)
+	lock      *os.File // holds run's owner lock while the gateway is open
 }
 
 // New returns a gateway.
@@ -174,7 +175,17 @@ func (g *Gateway) Open(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
-	g.run = d
+	lock, err := hold(d)
+	if err != nil {
+		os.RemoveAll(d)
+		return fmt.Errorf("gateway: lock its socket directory: %w", err)
+	}
+	g.run, g.lock = d, lock
+	// The directories of desk processes that were killed before their
+	// Close (their sockets dangle); a peer's is locked and left alone.
+	if n := sweep(base, d); n > 0 {
+		g.o.Logger.Info("removed the model gateway socket directories of ended desk processes", "count", n)
+	}
 	return nil
 }
 
@@ -190,6 +201,10 @@ func (g *Gateway) Close(context.Context) error {
 	}
 	if g.run != "" {
 		os.RemoveAll(g.run)
+	}
+	if g.lock != nil {
+		g.lock.Close()
+		g.lock = nil
 	}
 	return nil
 }

@@ -481,3 +481,76 @@ func TestBridgeCarriesTheChildsCalls(t *testing.T) {
 		t.Fatalf("bridge ended %v, stdout %q", err, out.String())
 	}
 }
+
+// holdGatewayEnv makes TestHelperHoldGateway, run as a child process, open
+// a gateway on the directory it names, print its socket directory and wait
+// to be killed.
+const holdGatewayEnv = "DESK_GATEWAY_TEST_HOLD"
+
+func TestHelperHoldGateway(t *testing.T) {
+	dir := os.Getenv(holdGatewayEnv)
+	if dir == "" {
+		t.Skip("a child process of TestKilledGatewaysSocketDirectoriesAreSwept")
+	}
+	g := gateway.New(gateway.Options{Dir: dir})
+	if err := g.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e, err := g.NewEndpoint(gateway.Turn{SessionID: "ses_1"}, gateway.UnixSocket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout.WriteString(filepath.Dir(e.SocketDir()) + "\n")
+	select {}
+}
+
+// A desk killed with -9 leaves its gateway's socket directory (and the
+// sockets in it) behind; the next desk on the same home removes it, and
+// leaves a live peer's alone.
+func TestKilledGatewaysSocketDirectoriesAreSwept(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "gw")
+	ctx := context.Background()
+	live := gateway.New(gateway.Options{Dir: dir})
+	if err := live.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { live.Close(ctx) })
+	le, err := live.NewEndpoint(gateway.Turn{SessionID: "ses_live"}, gateway.UnixSocket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(le.Close)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^TestHelperHoldGateway$")
+	cmd.Env = append(os.Environ(), holdGatewayEnv+"="+dir)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("the child printed no socket directory: %v", err)
+	}
+	dead := strings.TrimSpace(line)
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := os.Stat(dead); err != nil {
+		t.Fatalf("the killed gateway's directory is not there to sweep: %v", err)
+	}
+	next := gateway.New(gateway.Options{Dir: dir})
+	if err := next.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { next.Close(ctx) })
+	if _, err := os.Stat(dead); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the killed gateway's socket directory %s was left: %v", dead, err)
+	}
+	if _, err := os.Stat(filepath.Join(le.SocketDir(), gateway.SocketName)); err != nil {
+		t.Fatalf("the live gateway's socket was removed: %v", err)
+	}
+}
