@@ -22,7 +22,7 @@ import (
 
 // Collector reclaims unowned space.
 type Collector struct {
-	Store desk.Store
+	Store Store
 	Home  layout.Home
 	// Running reports whether an execution is still running; its scratch is
 	// kept. Nil means no execution is running.

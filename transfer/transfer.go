@@ -123,7 +123,7 @@ type Options struct {
 
 // Service implements desk.TransferService.
 type Service struct {
-	store      desk.Store
+	store      Store
 	home       layout.Home
 	workspaces desk.WorkspaceService
 	opts       Options
@@ -132,7 +132,7 @@ type Service struct {
 var _ desk.TransferService = (*Service)(nil)
 
 // New returns the transfer service.
-func New(store desk.Store, home layout.Home, workspaces desk.WorkspaceService, opts Options) *Service {
+func New(store Store, home layout.Home, workspaces desk.WorkspaceService, opts Options) *Service {
 	if opts.MaxImportBytes <= 0 {
 		opts.MaxImportBytes = DefaultMaxImportBytes
 	}
