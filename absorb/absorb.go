@@ -71,6 +71,8 @@ type Service struct {
 	opt   Options
 }
 
+var _ desk.Recoverer = (*Service)(nil)
+
 // New returns the absorb service.
 func New(store Store, home layout.Home, life Lifecycle, opt Options) *Service {
 	if opt.Logger == nil {

@@ -169,6 +169,13 @@ type Run struct {
 	Children desk.RuntimeChildren
 }
 
+// The hooks other services are given the execution service as.
+var (
+	_ desk.Submitter      = (*Service)(nil)
+	_ desk.Waker          = (*Service)(nil)
+	_ desk.SessionStopper = (*Service)(nil)
+)
+
 // New returns the service with its owner id chosen; Open registers the
 // owner and starts it.
 func New(store Store, home layout.Home, opts Options) *Service {

@@ -20,6 +20,8 @@ import (
 	"github.com/desk-runtime/desk/selection"
 )
 
+var _ desk.Recoverer = (*Collector)(nil)
+
 // Collector reclaims unowned space.
 type Collector struct {
 	Store Store

@@ -89,6 +89,8 @@ type Service struct {
 	sessionWS sync.Map // session id → workspace id; a session never moves
 }
 
+var _ desk.Recoverer = (*Service)(nil)
+
 // New returns the service. Its guard needs this process's owner id, which
 // the execution service chooses when it is built (and registers when it
 // opens), so the execution service is built first.

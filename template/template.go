@@ -92,6 +92,8 @@ type Service struct {
 	opt        Options
 }
 
+var _ desk.Recoverer = (*Service)(nil)
+
 // New returns the template service.
 func New(store Store, home layout.Home, workspaces desk.WorkspaceService, leases Leases, opt Options) *Service {
 	if opt.Logger == nil {

@@ -129,7 +129,10 @@ type Service struct {
 	opts       Options
 }
 
-var _ desk.TransferService = (*Service)(nil)
+var (
+	_ desk.TransferService = (*Service)(nil)
+	_ desk.Recoverer       = (*Service)(nil)
+)
 
 // New returns the transfer service.
 func New(store Store, home layout.Home, workspaces desk.WorkspaceService, opts Options) *Service {
