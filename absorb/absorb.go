@@ -65,14 +65,16 @@ type Options struct {
 
 // Service plans and applies absorbs.
 type Service struct {
-	store desk.Store
+	store Store
 	home  layout.Home
 	life  Lifecycle
 	opt   Options
 }
 
+var _ desk.Recoverer = (*Service)(nil)
+
 // New returns the absorb service.
-func New(store desk.Store, home layout.Home, life Lifecycle, opt Options) *Service {
+func New(store Store, home layout.Home, life Lifecycle, opt Options) *Service {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -147,8 +147,8 @@ type App struct {
 	Store      desk.Store
 	AdminToken string
 	Workspaces desk.WorkspaceService
-	Sessions   session.Service
-	Artifacts  session.Artifacts
+	Sessions   *session.Service
+	Artifacts  *session.Artifacts
 	Selection  desk.SelectionService
 	Collector  *gc.Collector
 	Logs       *applog.Service

@@ -98,7 +98,7 @@ func (o *Options) defaults() {
 
 // Service runs the execution model.
 type Service struct {
-	store desk.Store
+	store Store
 	home  layout.Home
 	opts  Options
 	log   *slog.Logger
@@ -169,9 +169,16 @@ type Run struct {
 	Children desk.RuntimeChildren
 }
 
+// The hooks other services are given the execution service as.
+var (
+	_ desk.Submitter      = (*Service)(nil)
+	_ desk.Waker          = (*Service)(nil)
+	_ desk.SessionStopper = (*Service)(nil)
+)
+
 // New returns the service with its owner id chosen; Open registers the
 // owner and starts it.
-func New(store desk.Store, home layout.Home, opts Options) *Service {
+func New(store Store, home layout.Home, opts Options) *Service {
 	opts.defaults()
 	return &Service{
 		store: store, home: home, opts: opts, log: opts.Logger, hub: newHub(),

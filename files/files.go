@@ -45,7 +45,7 @@ type Options struct {
 
 // Service implements desk.FileService.
 type Service struct {
-	store      desk.Store
+	store      Store
 	home       layout.Home
 	workspaces desk.WorkspaceService
 	artifacts  desk.ArtifactPaths
@@ -61,7 +61,7 @@ var _ desk.FileService = (*Service)(nil)
 // New returns the file service. artifacts is the path-addressed door to the
 // artifact service; collector does the workspace GC; quota admits uploads
 // (the artifact service shares it).
-func New(store desk.Store, home layout.Home, workspaces desk.WorkspaceService, artifacts desk.ArtifactPaths, collector *gc.Collector, quota *Quota) *Service {
+func New(store Store, home layout.Home, workspaces desk.WorkspaceService, artifacts desk.ArtifactPaths, collector *gc.Collector, quota *Quota) *Service {
 	return &Service{store: store, home: home, workspaces: workspaces, artifacts: artifacts, collector: collector, quota: quota, opts: quota.opts}
 }
 

@@ -30,7 +30,7 @@ import (
 // itself writes artifacts through the artifact service, the two needed
 // each other.
 type Quota struct {
-	store  desk.Store
+	store  Store
 	home   layout.Home
 	opts   Options
 	actors keyed // one quota decision per actor at a time
@@ -38,7 +38,7 @@ type Quota struct {
 
 // NewQuota returns the quota of opts.QuotaBytes (0: unlimited, but the
 // usage totals are still kept).
-func NewQuota(store desk.Store, home layout.Home, opts Options) *Quota {
+func NewQuota(store Store, home layout.Home, opts Options) *Quota {
 	return &Quota{store: store, home: home, opts: opts}
 }
 

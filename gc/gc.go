@@ -20,9 +20,11 @@ import (
 	"github.com/desk-runtime/desk/selection"
 )
 
+var _ desk.Recoverer = (*Collector)(nil)
+
 // Collector reclaims unowned space.
 type Collector struct {
-	Store desk.Store
+	Store Store
 	Home  layout.Home
 	// Running reports whether an execution is still running; its scratch is
 	// kept. Nil means no execution is running.

@@ -27,7 +27,7 @@ const DefaultOwnerTTL = 15 * time.Second
 // (the execution service's OwnerID), or other processes will take its
 // leases away.
 type Guard struct {
-	store    desk.Store
+	store    Store
 	owner    string
 	ttl      time.Duration
 	now      func() time.Time
@@ -49,7 +49,7 @@ type GuardOptions struct {
 
 // NewGuard returns a guard that takes leases for owner, this process's
 // owner id.
-func NewGuard(store desk.Store, owner string, opts GuardOptions) *Guard {
+func NewGuard(store Store, owner string, opts GuardOptions) *Guard {
 	if opts.OwnerTTL <= 0 {
 		opts.OwnerTTL = DefaultOwnerTTL
 	}

@@ -77,7 +77,7 @@ type Options struct {
 
 // Service runs lifecycle operations.
 type Service struct {
-	store desk.Store
+	store Store
 	home  layout.Home
 	opts  Options
 	log   *slog.Logger
@@ -89,10 +89,12 @@ type Service struct {
 	sessionWS sync.Map // session id → workspace id; a session never moves
 }
 
+var _ desk.Recoverer = (*Service)(nil)
+
 // New returns the service. Its guard needs this process's owner id, which
 // the execution service chooses when it is built (and registers when it
 // opens), so the execution service is built first.
-func New(store desk.Store, home layout.Home, opts Options) *Service {
+func New(store Store, home layout.Home, opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -26,21 +26,22 @@ import (
 	"github.com/desk-runtime/desk/workspace"
 )
 
-type service struct {
-	store      desk.Store
+// Service is the selection service.
+type Service struct {
+	store      Store
 	home       layout.Home
 	workspaces desk.WorkspaceService
 }
 
-var _ desk.SelectionService = (*service)(nil)
+var _ desk.SelectionService = (*Service)(nil)
 
 // New returns the selection service.
-func New(store desk.Store, home layout.Home, workspaces desk.WorkspaceService) desk.SelectionService {
-	return &service{store: store, home: home, workspaces: workspaces}
+func New(store Store, home layout.Home, workspaces desk.WorkspaceService) *Service {
+	return &Service{store: store, home: home, workspaces: workspaces}
 }
 
 // group returns the group if the caller may see its workspace.
-func (s *service) group(ctx context.Context, id string) (*desk.Group, error) {
+func (s *Service) group(ctx context.Context, id string) (*desk.Group, error) {
 	g, err := s.store.GetGroup(ctx, id)
 	if err != nil {
 		return nil, err
@@ -60,7 +61,7 @@ func origin(ctx context.Context, ws string) desk.Origin {
 	return o
 }
 
-func (s *service) CreateGroup(ctx context.Context, workspaceID, name string) (*desk.Group, error) {
+func (s *Service) CreateGroup(ctx context.Context, workspaceID, name string) (*desk.Group, error) {
 	if _, err := s.workspaces.GetWorkspace(ctx, workspaceID); err != nil {
 		return nil, err
 	}
@@ -79,7 +80,7 @@ func (s *service) CreateGroup(ctx context.Context, workspaceID, name string) (*d
 	return g, nil
 }
 
-func (s *service) GetGroup(ctx context.Context, id string) (*desk.Group, []*desk.Item, error) {
+func (s *Service) GetGroup(ctx context.Context, id string) (*desk.Group, []*desk.Item, error) {
 	g, err := s.group(ctx, id)
 	if err != nil {
 		return nil, nil, err
@@ -91,14 +92,14 @@ func (s *service) GetGroup(ctx context.Context, id string) (*desk.Group, []*desk
 	return g, items, nil
 }
 
-func (s *service) ListGroups(ctx context.Context, workspaceID string) ([]*desk.Group, error) {
+func (s *Service) ListGroups(ctx context.Context, workspaceID string) ([]*desk.Group, error) {
 	if _, err := s.workspaces.GetWorkspace(ctx, workspaceID); err != nil {
 		return nil, err
 	}
 	return s.store.ListGroups(ctx, workspaceID)
 }
 
-func (s *service) DeleteGroup(ctx context.Context, id string) error {
+func (s *Service) DeleteGroup(ctx context.Context, id string) error {
 	g, err := s.group(ctx, id)
 	if err != nil {
 		return err
@@ -124,7 +125,7 @@ func (s *service) DeleteGroup(ctx context.Context, id string) error {
 // linkName is the item's file name inside its group's directory.
 func linkName(it *desk.Item) string { return it.ID + "-" + it.Name }
 
-func (s *service) AddItem(ctx context.Context, groupID string, in desk.ItemCreate) (*desk.Item, error) {
+func (s *Service) AddItem(ctx context.Context, groupID string, in desk.ItemCreate) (*desk.Item, error) {
 	g, err := s.group(ctx, groupID)
 	if err != nil {
 		return nil, err
@@ -211,7 +212,7 @@ func orDefault(s, d string) string {
 	return s
 }
 
-func (s *service) RemoveItem(ctx context.Context, groupID, itemID string) error {
+func (s *Service) RemoveItem(ctx context.Context, groupID, itemID string) error {
 	g, err := s.group(ctx, groupID)
 	if err != nil {
 		return err
@@ -232,7 +233,7 @@ func (s *service) RemoveItem(ctx context.Context, groupID, itemID string) error 
 
 // Collect deletes the item if nothing holds it any more, reporting the bytes
 // freed (0 when it is still reachable).
-func Collect(ctx context.Context, store desk.Store, home layout.Home, it *desk.Item) (int64, error) {
+func Collect(ctx context.Context, store ItemStore, home layout.Home, it *desk.Item) (int64, error) {
 	ok, err := store.DeleteItemIfUnreachable(ctx, it.ID)
 	if err != nil || !ok {
 		return 0, err

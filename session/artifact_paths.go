@@ -27,7 +27,7 @@ import (
 // install steps, and takes the same per-path lock, so the artifact API, the
 // file API and recovery see one set of rules.
 
-var _ desk.ArtifactPaths = (*artifacts)(nil)
+var _ desk.ArtifactPaths = (*Artifacts)(nil)
 
 // maxElemBytes is the common file-system limit on one path element.
 const maxElemBytes = 255
@@ -115,7 +115,7 @@ func noLinks(root *os.Root, sessionDir, rel string) error {
 // session's artifact directory. The bytes are received and validated
 // before the per-path lock is taken, so a slow upload does not hold up the
 // artifact's other users; the row is read again under the lock.
-func (s *artifacts) PutPath(ctx context.Context, sessionID, rel string, in desk.ArtifactPathPut) (*desk.Artifact, bool, error) {
+func (s *Artifacts) PutPath(ctx context.Context, sessionID, rel string, in desk.ArtifactPathPut) (*desk.Artifact, bool, error) {
 	x, err := visibleSession(ctx, s.store, sessionID)
 	if err != nil {
 		return nil, false, err
@@ -220,7 +220,7 @@ func (s *artifacts) PutPath(ctx context.Context, sessionID, rel string, in desk.
 // precheck refuses an upload that the current state already rules out: an
 // immutable artifact (or a file in the immutable area), or a directory at
 // the target.
-func (s *artifacts) precheck(ctx context.Context, root *os.Root, x *desk.Session, rel, target string) error {
+func (s *Artifacts) precheck(ctx context.Context, root *os.Root, x *desk.Session, rel, target string) error {
 	old, err := s.store.ArtifactByPath(ctx, x.ID, rel)
 	if err == nil {
 		if old.Immutable {
@@ -250,7 +250,7 @@ func immutableErr(a *desk.Artifact) error {
 
 // DeleteByPath deletes the artifact whose bytes live at rel: row, bytes and
 // kept revisions, in the same order as Delete.
-func (s *artifacts) DeleteByPath(ctx context.Context, sessionID, rel string) (*desk.Artifact, error) {
+func (s *Artifacts) DeleteByPath(ctx context.Context, sessionID, rel string) (*desk.Artifact, error) {
 	x, err := visibleSession(ctx, s.store, sessionID)
 	if err != nil {
 		return nil, err
@@ -272,7 +272,7 @@ func (s *artifacts) DeleteByPath(ctx context.Context, sessionID, rel string) (*d
 
 // IndexPath gives the file at rel an artifact row, or returns the row that
 // already describes it.
-func (s *artifacts) IndexPath(ctx context.Context, sessionID, rel string) (*desk.Artifact, error) {
+func (s *Artifacts) IndexPath(ctx context.Context, sessionID, rel string) (*desk.Artifact, error) {
 	x, err := visibleSession(ctx, s.store, sessionID)
 	if err != nil {
 		return nil, err
@@ -307,7 +307,7 @@ func (s *artifacts) IndexPath(ctx context.Context, sessionID, rel string) (*desk
 // IndexNew indexes the files of the session's artifact directory that
 // have no row, walking it through the workspace's os.Root (no link is
 // followed) in path order; desk's own temporary files are skipped.
-func (s *artifacts) IndexNew(ctx context.Context, sessionID string) ([]*desk.Artifact, error) {
+func (s *Artifacts) IndexNew(ctx context.Context, sessionID string) ([]*desk.Artifact, error) {
 	x, err := visibleSession(ctx, s.store, sessionID)
 	if err != nil {
 		return nil, err
@@ -370,7 +370,7 @@ func foundOrigin(x *desk.Session) desk.Origin {
 // indexLocked hashes and classifies an existing file and records it as
 // revision 1 of a new artifact with the given origin. The caller holds the
 // path lock.
-func (s *artifacts) indexLocked(ctx context.Context, root *os.Root, x *desk.Session, rel string, origin desk.Origin) (*desk.Artifact, error) {
+func (s *Artifacts) indexLocked(ctx context.Context, root *os.Root, x *desk.Session, rel string, origin desk.Origin) (*desk.Artifact, error) {
 	target := path.Join(layout.SessionRel(x.Actor, x.ID), rel)
 	lfi, err := root.Lstat(target)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -35,30 +35,27 @@ type ArtifactOptions struct {
 	Admit func(ctx context.Context, workspaceID, actorID string, replaced, size int64) (undo func(), err error)
 }
 
-type artifacts struct {
-	store desk.Store
+// Artifacts is the artifact service: the artifact API, its path-addressed
+// door for the file API and the agent's tools (artifact_paths.go), and its
+// startup recovery.
+type Artifacts struct {
+	store Store
 	home  layout.Home
 	opts  ArtifactOptions
 	locks keyed
 }
 
-var _ desk.ArtifactService = (*artifacts)(nil)
-
-// Artifacts is what NewArtifacts returns: the artifact API, its
-// path-addressed door for the file API and the agent's tools, and its
-// startup recovery.
-type Artifacts interface {
-	desk.ArtifactService
-	desk.ArtifactPaths
-	desk.Recoverer
-}
+var (
+	_ desk.ArtifactService = (*Artifacts)(nil)
+	_ desk.Recoverer       = (*Artifacts)(nil)
+)
 
 // NewArtifacts returns the artifact service. Bytes live in each session's
 // artifact directory; rows in the store. Every change writes the bytes
 // durably before the row that points at them, so a crash leaves either the
 // old artifact or the new one.
-func NewArtifacts(store desk.Store, home layout.Home, opts ArtifactOptions) Artifacts {
-	return &artifacts{store: store, home: home, opts: opts}
+func NewArtifacts(store Store, home layout.Home, opts ArtifactOptions) *Artifacts {
+	return &Artifacts{store: store, home: home, opts: opts}
 }
 
 // received is what receive learned about the bytes it wrote.
@@ -71,7 +68,7 @@ type received struct {
 // receive streams in.Body into a temporary file beside target, hashing it on
 // the way, then classifies and validates it. On success the caller owns the
 // returned file and must Commit, Keep or Abort it.
-func (s *artifacts) receive(root *os.Root, target, name string, in desk.ArtifactPut) (*atomicfile.File, received, error) {
+func (s *Artifacts) receive(root *os.Root, target, name string, in desk.ArtifactPut) (*atomicfile.File, received, error) {
 	var r received
 	if s.opts.MaxBytes > 0 && in.Size > s.opts.MaxBytes {
 		return nil, r, desk.Errorf(desk.ETOOLARGE, "%s is %d bytes; artifacts are limited to %d bytes", name, in.Size, s.opts.MaxBytes)
@@ -135,7 +132,7 @@ func storageErr(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-func (s *artifacts) openRoot(ws string) (*os.Root, error) {
+func (s *Artifacts) openRoot(ws string) (*os.Root, error) {
 	dir := s.home.Workspace(ws)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -147,7 +144,7 @@ func fileOf(a *desk.Artifact) string {
 	return path.Join(layout.SessionRel(a.ActorID, a.SessionID), a.RelPath)
 }
 
-func (s *artifacts) Create(ctx context.Context, sessionID string, in desk.ArtifactPut) (*desk.Artifact, error) {
+func (s *Artifacts) Create(ctx context.Context, sessionID string, in desk.ArtifactPut) (*desk.Artifact, error) {
 	x, err := visibleSession(ctx, s.store, sessionID)
 	if err != nil {
 		return nil, err
@@ -210,7 +207,7 @@ func (s *artifacts) Create(ctx context.Context, sessionID string, in desk.Artifa
 // retrying after a lost answer or a crash) gets the artifact it made;
 // anything else is a conflict. Only as many bytes as the artifact has are
 // read to tell.
-func (s *artifacts) repeated(old *desk.Artifact, in desk.ArtifactPut) (*desk.Artifact, error) {
+func (s *Artifacts) repeated(old *desk.Artifact, in desk.ArtifactPut) (*desk.Artifact, error) {
 	conflict := desk.Errorf(desk.ECONFLICT, "artifact %s already exists at %s; update it with PUT /v1/sessions/%s/artifacts/%s/content", old.ID, old.Path, old.SessionID, old.ID)
 	if old.Missing || old.Immutable != in.Immutable || (in.Size >= 0 && in.Size != old.Size) {
 		return nil, conflict
@@ -238,7 +235,7 @@ func (s *artifacts) repeated(old *desk.Artifact, in desk.ArtifactPut) (*desk.Art
 // removes (and a retried create succeeds); after it, Recover finishes the
 // rename. undo gives the quota reservation back if the row was never
 // committed; after the commit the bytes are the artifact's.
-func (s *artifacts) create(ctx context.Context, root *os.Root, a *desk.Artifact, f *atomicfile.File, undo func()) error {
+func (s *Artifacts) create(ctx context.Context, root *os.Root, a *desk.Artifact, f *atomicfile.File, undo func()) error {
 	if err := f.Close(); err != nil {
 		undo()
 		return storageErr("store artifact", err)
@@ -257,7 +254,7 @@ func (s *artifacts) create(ctx context.Context, root *os.Root, a *desk.Artifact,
 
 // settlePending renames a committed row's pending file into place and
 // clears the claim. If desk stops in between, Recover does the same.
-func (s *artifacts) settlePending(ctx context.Context, root *os.Root, a *desk.Artifact) error {
+func (s *Artifacts) settlePending(ctx context.Context, root *os.Root, a *desk.Artifact) error {
 	if err := atomicfile.Install(root, a.Pending, fileOf(a)); err != nil {
 		return storageErr("install artifact", err)
 	}
@@ -269,7 +266,7 @@ func (s *artifacts) settlePending(ctx context.Context, root *os.Root, a *desk.Ar
 }
 
 // admit applies the actor quota to bytes about to be kept.
-func (s *artifacts) admit(ctx context.Context, x *desk.Session, replaced, size int64) (func(), error) {
+func (s *Artifacts) admit(ctx context.Context, x *desk.Session, replaced, size int64) (func(), error) {
 	if s.opts.Admit == nil {
 		return func() {}, nil
 	}
@@ -277,7 +274,7 @@ func (s *artifacts) admit(ctx context.Context, x *desk.Session, replaced, size i
 }
 
 // artifact returns the visible artifact id of session sessionID.
-func (s *artifacts) artifact(ctx context.Context, sessionID, id string) (*desk.Session, *desk.Artifact, error) {
+func (s *Artifacts) artifact(ctx context.Context, sessionID, id string) (*desk.Session, *desk.Artifact, error) {
 	x, err := visibleSession(ctx, s.store, sessionID)
 	if err != nil {
 		return nil, nil, err
@@ -292,12 +289,12 @@ func (s *artifacts) artifact(ctx context.Context, sessionID, id string) (*desk.S
 	return x, a, nil
 }
 
-func (s *artifacts) Get(ctx context.Context, sessionID, id string) (*desk.Artifact, error) {
+func (s *Artifacts) Get(ctx context.Context, sessionID, id string) (*desk.Artifact, error) {
 	_, a, err := s.artifact(ctx, sessionID, id)
 	return a, err
 }
 
-func (s *artifacts) List(ctx context.Context, sessionID string) ([]*desk.Artifact, error) {
+func (s *Artifacts) List(ctx context.Context, sessionID string) ([]*desk.Artifact, error) {
 	x, err := visibleSession(ctx, s.store, sessionID)
 	if err != nil {
 		return nil, err
@@ -305,7 +302,7 @@ func (s *artifacts) List(ctx context.Context, sessionID string) ([]*desk.Artifac
 	return s.store.ListArtifacts(ctx, x.ID)
 }
 
-func (s *artifacts) Open(ctx context.Context, sessionID, id string) (*desk.Artifact, *os.File, error) {
+func (s *Artifacts) Open(ctx context.Context, sessionID, id string) (*desk.Artifact, *os.File, error) {
 	_, a, err := s.artifact(ctx, sessionID, id)
 	if err != nil {
 		return nil, nil, err
@@ -333,7 +330,7 @@ func (s *artifacts) Open(ctx context.Context, sessionID, id string) (*desk.Artif
 	return a, f, nil
 }
 
-func (s *artifacts) Update(ctx context.Context, sessionID, id string, in desk.ArtifactPut) (*desk.Artifact, error) {
+func (s *Artifacts) Update(ctx context.Context, sessionID, id string, in desk.ArtifactPut) (*desk.Artifact, error) {
 	x, a, err := s.artifact(ctx, sessionID, id)
 	if err != nil {
 		return nil, err
@@ -380,7 +377,7 @@ func (s *artifacts) Update(ctx context.Context, sessionID, id string, in desk.Ar
 // keepRevision hard-links the current bytes into the revision store so a
 // revert can bring them back; a link costs no copy and the current file
 // stays in place until the new one replaces it. Missing bytes keep nothing.
-func (s *artifacts) keepRevision(root *os.Root, a *desk.Artifact) (*desk.ArtifactRevision, error) {
+func (s *Artifacts) keepRevision(root *os.Root, a *desk.Artifact) (*desk.ArtifactRevision, error) {
 	rev := layout.RevisionRel(a.ID, a.Revision)
 	if err := root.MkdirAll(layout.RevisionDirRel(a.ID), 0o755); err != nil {
 		return nil, storageErr("keep revision", err)
@@ -401,7 +398,7 @@ func (s *artifacts) keepRevision(root *os.Root, a *desk.Artifact) (*desk.Artifac
 //
 // undo (if not nil) gives back a quota reservation: only when the row was
 // not committed, since after the commit the bytes are the artifact's.
-func (s *artifacts) install(ctx context.Context, root *os.Root, old, next *desk.Artifact, f *atomicfile.File, undo func()) (*desk.Artifact, error) {
+func (s *Artifacts) install(ctx context.Context, root *os.Root, old, next *desk.Artifact, f *atomicfile.File, undo func()) (*desk.Artifact, error) {
 	if err := s.store.UpdateArtifact(ctx, next, old.Revision); err != nil {
 		if undo != nil {
 			undo()
@@ -424,7 +421,7 @@ func (s *artifacts) install(ctx context.Context, root *os.Root, old, next *desk.
 	return next, nil
 }
 
-func (s *artifacts) Revert(ctx context.Context, sessionID, id string) (*desk.Artifact, error) {
+func (s *Artifacts) Revert(ctx context.Context, sessionID, id string) (*desk.Artifact, error) {
 	x, a, err := s.artifact(ctx, sessionID, id)
 	if err != nil {
 		return nil, err
@@ -464,7 +461,7 @@ func (s *artifacts) Revert(ctx context.Context, sessionID, id string) (*desk.Art
 	return out, err
 }
 
-func (s *artifacts) Delete(ctx context.Context, sessionID, id string) error {
+func (s *Artifacts) Delete(ctx context.Context, sessionID, id string) error {
 	x, a, err := s.artifact(ctx, sessionID, id)
 	if err != nil {
 		return err
@@ -480,7 +477,7 @@ func (s *artifacts) Delete(ctx context.Context, sessionID, id string) error {
 	return s.finishDelete(ctx, a)
 }
 
-func (s *artifacts) finishDelete(ctx context.Context, a *desk.Artifact) error {
+func (s *Artifacts) finishDelete(ctx context.Context, a *desk.Artifact) error {
 	root, err := s.openRoot(a.WorkspaceID)
 	if err != nil {
 		return err
@@ -504,7 +501,7 @@ func (s *artifacts) finishDelete(ctx context.Context, a *desk.Artifact) error {
 // Recover finishes what a crash interrupted: pending installs are renamed
 // into place and deletes marked in the store are completed. It is
 // idempotent, and runs at startup before any request is served.
-func (s *artifacts) Recover(ctx context.Context) error {
+func (s *Artifacts) Recover(ctx context.Context) error {
 	pending, err := s.store.ListPendingArtifacts(ctx)
 	if err != nil {
 		return err
@@ -526,7 +523,7 @@ func (s *artifacts) Recover(ctx context.Context) error {
 	return nil
 }
 
-func (s *artifacts) finishPending(ctx context.Context, a *desk.Artifact) error {
+func (s *Artifacts) finishPending(ctx context.Context, a *desk.Artifact) error {
 	root, err := s.openRoot(a.WorkspaceID)
 	if err != nil {
 		return err

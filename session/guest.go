@@ -123,7 +123,7 @@ func WorkDir(j *fsjail.Jail, w *desk.Workspace, v View, explicit string) (string
 	return j.WorkDir(explicit, PrimaryRoot(w), scratch, guestArtifacts)
 }
 
-func (s *sessions) jail(ctx context.Context, sessionID string) (*fsjail.Jail, error) {
+func (s *Service) jail(ctx context.Context, sessionID string) (*fsjail.Jail, error) {
 	x, err := visibleSession(ctx, s.store, sessionID)
 	if err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func entry(e fsjail.Entry) desk.GuestEntry { return desk.GuestEntry(e) }
 
 // GuestList lists a guest directory as an execution of the session would
 // see it, without desk's own temporary files.
-func (s *sessions) GuestList(ctx context.Context, sessionID, guestPath string) ([]desk.GuestEntry, error) {
+func (s *Service) GuestList(ctx context.Context, sessionID, guestPath string) ([]desk.GuestEntry, error) {
 	j, err := s.jail(ctx, sessionID)
 	if err != nil {
 		return nil, err
@@ -181,7 +181,7 @@ func (s *sessions) GuestList(ctx context.Context, sessionID, guestPath string) (
 }
 
 // GuestOpen opens a guest file for reading.
-func (s *sessions) GuestOpen(ctx context.Context, sessionID, guestPath string) (*os.File, desk.GuestEntry, error) {
+func (s *Service) GuestOpen(ctx context.Context, sessionID, guestPath string) (*os.File, desk.GuestEntry, error) {
 	j, err := s.jail(ctx, sessionID)
 	if err != nil {
 		return nil, desk.GuestEntry{}, err

@@ -12,7 +12,7 @@ import (
 // gets a session labelled reconstructed (never presented as the original
 // author), made by the first resolution and continued by later ones;
 // anything else is unavailable.
-func (s *sessions) Resolve(ctx context.Context, t desk.ResolveTarget) (*desk.Resolution, error) {
+func (s *Service) Resolve(ctx context.Context, t desk.ResolveTarget) (*desk.Resolution, error) {
 	if _, ok := desk.PrincipalFrom(ctx); !ok {
 		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
 	}
@@ -97,7 +97,7 @@ func (s *sessions) Resolve(ctx context.Context, t desk.ResolveTarget) (*desk.Res
 // reconstruction finds the active session an earlier resolution
 // reconstructed for the target from, of the actor a new one would belong
 // to (the owner for the admin, else the caller's actor); nil when none.
-func (s *sessions) reconstruction(ctx context.Context, workspaceID, from string) (*desk.Session, error) {
+func (s *Service) reconstruction(ctx context.Context, workspaceID, from string) (*desk.Session, error) {
 	p, _ := desk.PrincipalFrom(ctx)
 	actor := p.ActorID
 	if p.Admin {

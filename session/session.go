@@ -23,8 +23,10 @@ import (
 	"github.com/desk-runtime/desk/layout"
 )
 
-type sessions struct {
-	store      desk.Store
+// Service is the session service and its startup recovery (deletes a
+// crash interrupted are finished).
+type Service struct {
+	store      Store
 	home       layout.Home
 	workspaces desk.WorkspaceService
 	// stopper stops whatever runs in a session before its files and rows
@@ -41,24 +43,20 @@ type sessions struct {
 	worktreeMu sync.Mutex
 }
 
-// Service is what New returns: the session service and its startup
-// recovery (deletes a crash interrupted are finished).
-type Service interface {
-	desk.SessionService
-	desk.Recoverer
-}
-
-var _ Service = (*sessions)(nil)
+var (
+	_ desk.SessionService = (*Service)(nil)
+	_ desk.Recoverer      = (*Service)(nil)
+)
 
 // New returns the session service. stopper is called when a session is
 // deleted, once the session is hidden and before its files and rows are
 // removed. models is the operator's model catalog a session's model must
 // be in.
-func New(store desk.Store, home layout.Home, workspaces desk.WorkspaceService, stopper desk.SessionStopper, models desk.ModelCatalog) Service {
+func New(store Store, home layout.Home, workspaces desk.WorkspaceService, stopper desk.SessionStopper, models desk.ModelCatalog) *Service {
 	if models == nil {
 		models = noModels{}
 	}
-	return &sessions{store: store, home: home, workspaces: workspaces, stopper: stopper, models: models}
+	return &Service{store: store, home: home, workspaces: workspaces, stopper: stopper, models: models}
 }
 
 // noModels is the catalog of a desk that declares no model.
@@ -76,7 +74,7 @@ func (noModels) Resolve(m string) (string, error) {
 // visibleSession returns the session if the caller may see it. Sessions of
 // other actors answer not_found, never forbidden, so their existence does
 // not leak.
-func visibleSession(ctx context.Context, store desk.Store, id string) (*desk.Session, error) {
+func visibleSession(ctx context.Context, store Store, id string) (*desk.Session, error) {
 	p, ok := desk.PrincipalFrom(ctx)
 	if !ok {
 		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
@@ -118,11 +116,11 @@ func validTitle(t string) error {
 	return nil
 }
 
-func (s *sessions) Create(ctx context.Context, in desk.SessionCreate) (*desk.Session, error) {
+func (s *Service) Create(ctx context.Context, in desk.SessionCreate) (*desk.Session, error) {
 	return s.create(ctx, in, "")
 }
 
-func (s *sessions) create(ctx context.Context, in desk.SessionCreate, reconstructedFrom string) (*desk.Session, error) {
+func (s *Service) create(ctx context.Context, in desk.SessionCreate, reconstructedFrom string) (*desk.Session, error) {
 	p, ok := desk.PrincipalFrom(ctx)
 	if !ok {
 		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
@@ -193,12 +191,12 @@ func (s *sessions) create(ctx context.Context, in desk.SessionCreate, reconstruc
 	return x, nil
 }
 
-func (s *sessions) Get(ctx context.Context, id string) (*desk.Session, error) {
+func (s *Service) Get(ctx context.Context, id string) (*desk.Session, error) {
 	x, err := visibleSession(ctx, s.store, id)
 	return s.withGit(x), err
 }
 
-func (s *sessions) List(ctx context.Context, f desk.SessionFilter) ([]*desk.Session, error) {
+func (s *Service) List(ctx context.Context, f desk.SessionFilter) ([]*desk.Session, error) {
 	p, ok := desk.PrincipalFrom(ctx)
 	if !ok {
 		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
@@ -216,7 +214,7 @@ func (s *sessions) List(ctx context.Context, f desk.SessionFilter) ([]*desk.Sess
 	return xs, err
 }
 
-func (s *sessions) Update(ctx context.Context, id string, u desk.SessionUpdate) (*desk.Session, error) {
+func (s *Service) Update(ctx context.Context, id string, u desk.SessionUpdate) (*desk.Session, error) {
 	x, err := visibleSession(ctx, s.store, id)
 	if err != nil {
 		return nil, err
@@ -242,7 +240,7 @@ func (s *sessions) Update(ctx context.Context, id string, u desk.SessionUpdate) 
 	return s.withGit(x), err
 }
 
-func (s *sessions) Delete(ctx context.Context, id string) error {
+func (s *Service) Delete(ctx context.Context, id string) error {
 	x, err := visibleSession(ctx, s.store, id)
 	if err != nil {
 		return err
@@ -260,7 +258,7 @@ func (s *sessions) Delete(ctx context.Context, id string) error {
 
 // finishDelete removes a session already marked deleting: its revision
 // files, its artifact directory, then its rows. Each step is idempotent.
-func (s *sessions) finishDelete(ctx context.Context, x *desk.Session) error {
+func (s *Service) finishDelete(ctx context.Context, x *desk.Session) error {
 	arts, err := s.store.ListArtifacts(ctx, x.ID)
 	if err != nil {
 		return err
@@ -282,7 +280,7 @@ func (s *sessions) finishDelete(ctx context.Context, x *desk.Session) error {
 }
 
 // Recover finishes session deletes that a crash interrupted.
-func (s *sessions) Recover(ctx context.Context) error {
+func (s *Service) Recover(ctx context.Context) error {
 	xs, err := s.store.ListDeletingSessions(ctx)
 	if err != nil {
 		return err
@@ -295,7 +293,7 @@ func (s *sessions) Recover(ctx context.Context) error {
 	return nil
 }
 
-func (s *sessions) SetBindings(ctx context.Context, sessionID string, groupIDs []string) ([]*desk.Group, error) {
+func (s *Service) SetBindings(ctx context.Context, sessionID string, groupIDs []string) ([]*desk.Group, error) {
 	x, err := visibleSession(ctx, s.store, sessionID)
 	if err != nil {
 		return nil, err
@@ -317,7 +315,7 @@ func (s *sessions) SetBindings(ctx context.Context, sessionID string, groupIDs [
 	return s.store.ListBindings(ctx, x.ID)
 }
 
-func (s *sessions) Bindings(ctx context.Context, sessionID string) ([]*desk.Group, error) {
+func (s *Service) Bindings(ctx context.Context, sessionID string) ([]*desk.Group, error) {
 	x, err := visibleSession(ctx, s.store, sessionID)
 	if err != nil {
 		return nil, err
@@ -328,7 +326,7 @@ func (s *sessions) Bindings(ctx context.Context, sessionID string) ([]*desk.Grou
 // validModel checks a session's model reference against the operator's
 // catalog and, for the script model, its script, so a session never
 // exists with a model it cannot use; it returns the declared form.
-func (s *sessions) validModel(model string, scr []byte) (string, error) {
+func (s *Service) validModel(model string, scr []byte) (string, error) {
 	if model == "" {
 		if len(scr) > 0 {
 			return "", desk.Errorf(desk.EINVALID, `a script needs "model": "script"`)

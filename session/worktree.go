@@ -65,7 +65,7 @@ func GitMounts(home layout.Home, x *desk.Session, gitWritable bool) []fsjail.Mou
 }
 
 // withGit fills in what the session's /workspace has checked out.
-func (s *sessions) withGit(x *desk.Session) *desk.Session {
+func (s *Service) withGit(x *desk.Session) *desk.Session {
 	if x == nil {
 		return x
 	}
@@ -80,7 +80,7 @@ func (s *sessions) withGit(x *desk.Session) *desk.Session {
 // a valid name, a checkout that is a git repository, a name no other
 // session of the workspace is bound to; then the worktree, made when
 // missing. Nothing is stored here: Update stores the binding after.
-func (s *sessions) bindWorktree(ctx context.Context, x *desk.Session, name string) error {
+func (s *Service) bindWorktree(ctx context.Context, x *desk.Session, name string) error {
 	if name == "" || name == x.Worktree {
 		return nil
 	}

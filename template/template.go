@@ -85,15 +85,17 @@ type Options struct {
 
 // Service registers templates and upgrades workspaces.
 type Service struct {
-	store      desk.Store
+	store      Store
 	home       layout.Home
 	workspaces desk.WorkspaceService
 	leases     Leases
 	opt        Options
 }
 
+var _ desk.Recoverer = (*Service)(nil)
+
 // New returns the template service.
-func New(store desk.Store, home layout.Home, workspaces desk.WorkspaceService, leases Leases, opt Options) *Service {
+func New(store Store, home layout.Home, workspaces desk.WorkspaceService, leases Leases, opt Options) *Service {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}

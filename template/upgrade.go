@@ -364,7 +364,7 @@ func short(d string) string {
 // RefuseRunning answers EBLOCKED while any execution of the workspace is
 // active: an agent mid-turn may be reading or writing the very files an
 // operation would change.
-func RefuseRunning(ctx context.Context, store desk.Store, wsID string) error {
+func RefuseRunning(ctx context.Context, store RunningStore, wsID string) error {
 	active, err := store.ListActiveExecutions(ctx)
 	if err != nil {
 		return err

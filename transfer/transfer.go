@@ -123,16 +123,19 @@ type Options struct {
 
 // Service implements desk.TransferService.
 type Service struct {
-	store      desk.Store
+	store      Store
 	home       layout.Home
 	workspaces desk.WorkspaceService
 	opts       Options
 }
 
-var _ desk.TransferService = (*Service)(nil)
+var (
+	_ desk.TransferService = (*Service)(nil)
+	_ desk.Recoverer       = (*Service)(nil)
+)
 
 // New returns the transfer service.
-func New(store desk.Store, home layout.Home, workspaces desk.WorkspaceService, opts Options) *Service {
+func New(store Store, home layout.Home, workspaces desk.WorkspaceService, opts Options) *Service {
 	if opts.MaxImportBytes <= 0 {
 		opts.MaxImportBytes = DefaultMaxImportBytes
 	}

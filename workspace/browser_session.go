@@ -16,31 +16,31 @@ import (
 // offered as a bearer token is simply unknown.
 const BrowserSessionPrefix = "deskweb_"
 
-// browserSessions implements desk.BrowserSessionService over the store.
-type browserSessions struct {
-	store     desk.Store
-	tokens    *service // authenticates the token a browser signs in with
+// BrowserSessions implements desk.BrowserSessionService over the store.
+type BrowserSessions struct {
+	store     Store
+	tokens    *Service // authenticates the token a browser signs in with
 	adminHash string
 	now       func() time.Time
 }
 
-var _ desk.BrowserSessionService = (*browserSessions)(nil)
+var _ desk.BrowserSessionService = (*BrowserSessions)(nil)
 
 // NewBrowserSessions returns the web UI's browser sessions, made from the
 // tokens Authenticate accepts (adminToken is the admin's). now is the
 // clock (nil means time.Now); tests move it to expire sessions.
-func NewBrowserSessions(store desk.Store, adminToken string, now func() time.Time) desk.BrowserSessionService {
+func NewBrowserSessions(store Store, adminToken string, now func() time.Time) *BrowserSessions {
 	if now == nil {
 		now = time.Now
 	}
-	return &browserSessions{store: store, tokens: &service{store: store, adminToken: adminToken},
+	return &BrowserSessions{store: store, tokens: &Service{store: store, adminToken: adminToken},
 		adminHash: HashToken(adminToken), now: now}
 }
 
 // clock is now at the stores' precision.
-func (b *browserSessions) clock() time.Time { return b.now().UTC().Truncate(time.Microsecond) }
+func (b *BrowserSessions) clock() time.Time { return b.now().UTC().Truncate(time.Microsecond) }
 
-func (b *browserSessions) Start(ctx context.Context, token string) (string, desk.Principal, error) {
+func (b *BrowserSessions) Start(ctx context.Context, token string) (string, desk.Principal, error) {
 	p, err := b.tokens.Authenticate(ctx, token)
 	if err != nil {
 		return "", p, err
@@ -72,7 +72,7 @@ func signedOut() error {
 	return desk.Errorf(desk.EUNAUTHORIZED, "not signed in: the browser session is unknown, ended or expired")
 }
 
-func (b *browserSessions) Authenticate(ctx context.Context, id string) (desk.Principal, error) {
+func (b *BrowserSessions) Authenticate(ctx context.Context, id string) (desk.Principal, error) {
 	if !strings.HasPrefix(id, BrowserSessionPrefix) {
 		return desk.Principal{}, signedOut()
 	}
@@ -110,7 +110,7 @@ func (b *browserSessions) Authenticate(ctx context.Context, id string) (desk.Pri
 // principal is who row's token stands for now; ok is false when that
 // token no longer signs in (the admin token changed, the actor's token is
 // gone), which ends the browser sessions made from it.
-func (b *browserSessions) principal(ctx context.Context, row *desk.BrowserSession) (desk.Principal, bool, error) {
+func (b *BrowserSessions) principal(ctx context.Context, row *desk.BrowserSession) (desk.Principal, bool, error) {
 	if row.Actor == desk.AdminActor {
 		return desk.Principal{Admin: true}, subtle.ConstantTimeCompare([]byte(row.TokenHash), []byte(b.adminHash)) == 1, nil
 	}
@@ -127,14 +127,14 @@ func (b *browserSessions) principal(ctx context.Context, row *desk.BrowserSessio
 	return desk.Principal{WorkspaceID: a.WorkspaceID, ActorID: a.ID, ActorKind: a.Kind}, true, nil
 }
 
-func (b *browserSessions) End(ctx context.Context, id string) error {
+func (b *BrowserSessions) End(ctx context.Context, id string) error {
 	if id == "" {
 		return nil
 	}
 	return b.store.DeleteBrowserSession(ctx, HashToken(id))
 }
 
-func (b *browserSessions) RevokeAll(ctx context.Context) (int, error) {
+func (b *BrowserSessions) RevokeAll(ctx context.Context) (int, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return 0, err

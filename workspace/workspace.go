@@ -26,18 +26,18 @@ import (
 // secret scanner is recognisable as desk's.
 const TokenPrefix = "desk_"
 
-// Service implements desk.WorkspaceService.
-type service struct {
-	store      desk.Store
+// Service is the workspace service.
+type Service struct {
+	store      Store
 	home       layout.Home
 	adminToken string
 }
 
-var _ desk.WorkspaceService = (*service)(nil)
+var _ desk.WorkspaceService = (*Service)(nil)
 
 // New returns the workspace service. adminToken must be non-empty.
-func New(store desk.Store, home layout.Home, adminToken string) desk.WorkspaceService {
-	return &service{store: store, home: home, adminToken: adminToken}
+func New(store Store, home layout.Home, adminToken string) *Service {
+	return &Service{store: store, home: home, adminToken: adminToken}
 }
 
 func principal(ctx context.Context) (desk.Principal, error) {
@@ -65,7 +65,7 @@ func ValidName(what, name string) error {
 	return nil
 }
 
-func (s *service) CreateWorkspace(ctx context.Context, in desk.WorkspaceCreate) (*desk.Workspace, error) {
+func (s *Service) CreateWorkspace(ctx context.Context, in desk.WorkspaceCreate) (*desk.Workspace, error) {
 	if err := desk.RequireAdmin(ctx, "create workspaces"); err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func (s *service) CreateWorkspace(ctx context.Context, in desk.WorkspaceCreate) 
 	return w, nil
 }
 
-func (s *service) GetWorkspace(ctx context.Context, id string) (*desk.Workspace, error) {
+func (s *Service) GetWorkspace(ctx context.Context, id string) (*desk.Workspace, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func (s *service) GetWorkspace(ctx context.Context, id string) (*desk.Workspace,
 	return s.store.GetWorkspace(ctx, id)
 }
 
-func (s *service) ListWorkspaces(ctx context.Context) ([]*desk.Workspace, error) {
+func (s *Service) ListWorkspaces(ctx context.Context) ([]*desk.Workspace, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func (s *service) ListWorkspaces(ctx context.Context) ([]*desk.Workspace, error)
 
 var actorName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-func (s *service) CreateActor(ctx context.Context, workspaceID, name, kind string) (*desk.Actor, string, error) {
+func (s *Service) CreateActor(ctx context.Context, workspaceID, name, kind string) (*desk.Actor, string, error) {
 	if err := desk.RequireAdmin(ctx, "create actors"); err != nil {
 		return nil, "", err
 	}
@@ -142,7 +142,7 @@ func (s *service) CreateActor(ctx context.Context, workspaceID, name, kind strin
 	return a, token, nil
 }
 
-func (s *service) ListActors(ctx context.Context, workspaceID string) ([]*desk.Actor, error) {
+func (s *Service) ListActors(ctx context.Context, workspaceID string) ([]*desk.Actor, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -163,7 +163,7 @@ func (s *service) ListActors(ctx context.Context, workspaceID string) ([]*desk.A
 	return s.store.ListActors(ctx, workspaceID)
 }
 
-func (s *service) ResolveActor(ctx context.Context, workspaceID, idOrName string) (*desk.Actor, error) {
+func (s *Service) ResolveActor(ctx context.Context, workspaceID, idOrName string) (*desk.Actor, error) {
 	var a *desk.Actor
 	var err error
 	if desk.HasPrefix(idOrName, desk.PrefixActor) {
@@ -180,7 +180,7 @@ func (s *service) ResolveActor(ctx context.Context, workspaceID, idOrName string
 	return a, err
 }
 
-func (s *service) Authenticate(ctx context.Context, token string) (desk.Principal, error) {
+func (s *Service) Authenticate(ctx context.Context, token string) (desk.Principal, error) {
 	if token == "" {
 		return desk.Principal{}, desk.Errorf(desk.EUNAUTHORIZED, "missing bearer token")
 	}
