@@ -6,30 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/internal/hostid"
 	"github.com/desk-runtime/desk/layout"
 )
-
-// hostIdentity names this machine and boot, so a pid seen in an owner row
-// can be checked for liveness only when it belongs to this very boot.
-func hostIdentity() (string, error) {
-	h, err := os.Hostname()
-	if err != nil {
-		return "", fmt.Errorf("hostname: %w", err)
-	}
-	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	return h + "/" + strings.TrimSpace(string(boot)), nil
-}
-
-func pidAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
 
 // dead reports whether an owner can no longer own anything: it stopped
 // cleanly, its process is gone (same machine and boot), or it missed its
@@ -40,7 +23,7 @@ func (s *Service) dead(o *desk.Owner, now time.Time) bool {
 		return false
 	case !o.StoppedAt.IsZero():
 		return true
-	case o.Host == s.host && !pidAlive(o.PID):
+	case o.Host == s.host && !hostid.PIDAlive(o.PID):
 		return true
 	default:
 		return now.Sub(o.HeartbeatAt) > s.opts.OwnerTTL

@@ -26,6 +26,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/archive"
+	"github.com/desk-runtime/desk/internal/hostid"
 	"github.com/desk-runtime/desk/layout"
 )
 
@@ -199,11 +200,7 @@ func (s *Service) Open(ctx context.Context, run Run) (err error) {
 	}
 	s.with = run
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	host, err := hostIdentity()
-	if err != nil {
-		s.cancel()
-		return err
-	}
+	host := hostid.Identity()
 	now := s.opts.Now()
 	s.host = host
 	s.owner.Host, s.owner.StartedAt, s.owner.HeartbeatAt = host, now, now

@@ -41,6 +41,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent/provider"
+	"github.com/desk-runtime/desk/internal/ownerlock"
 )
 
 // Defaults.
@@ -175,7 +176,7 @@ func (g *Gateway) Open(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
-	lock, err := hold(d)
+	lock, err := ownerlock.Hold(d)
 	if err != nil {
 		os.RemoveAll(d)
 		return fmt.Errorf("gateway: lock its socket directory: %w", err)
@@ -183,7 +184,7 @@ func (g *Gateway) Open(context.Context) error {
 	g.run, g.lock = d, lock
 	// The directories of desk processes that were killed before their
 	// Close (their sockets dangle); a peer's is locked and left alone.
-	if n := sweep(base, d); n > 0 {
+	if n := ownerlock.Sweep(base, "desk-gw-", d); n > 0 {
 		g.o.Logger.Info("removed the model gateway socket directories of ended desk processes", "count", n)
 	}
 	return nil

@@ -2,13 +2,10 @@ package lifecycle
 
 import (
 	"context"
-	"errors"
-	"os"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/internal/hostid"
 )
 
 // DefaultOwnerTTL is how long an owner may miss heartbeats before its
@@ -112,31 +109,12 @@ func (g *Guard) deadOwners(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	host := hostIdentity()
+	host := hostid.Identity()
 	var dead []string
 	for _, o := range owners {
-		if o.ID != g.owner && o.StoppedAt.IsZero() && o.Host == host && !pidAlive(o.PID) {
+		if o.ID != g.owner && o.StoppedAt.IsZero() && o.Host == host && !hostid.PIDAlive(o.PID) {
 			dead = append(dead, o.ID)
 		}
 	}
 	return dead, nil
-}
-
-// hostIdentity names this machine and boot the way the execution service
-// registers owners, so a pid is only judged on the machine it ran on.
-func hostIdentity() string {
-	h, err := os.Hostname()
-	if err != nil {
-		return ""
-	}
-	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	return h + "/" + strings.TrimSpace(string(boot))
-}
-
-func pidAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -8,10 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/desk-runtime/desk/internal/ownerlock"
 )
 
 // The sandbox's /etc as one mount. Binding each entry of etcEntries on
@@ -49,9 +50,12 @@ type etcCopy struct {
 	sig     string          // the host entries' signature the copies were made from
 	checked time.Time
 	broken  bool // a copy failed: bind one by one from now on
+	// locks hold the private directories (by the copy's directory) as
+	// this process's, so another desk's sweep leaves them (ownerlock).
+	locks map[string]*os.File
 }
 
-var etcCache = &etcCopy{dir: map[bool]string{}}
+var etcCache = &etcCopy{dir: map[bool]string{}, locks: map[string]*os.File{}}
 
 // etcSnapshot returns the directory to bind at /etc for a command with or
 // without the network, or "" when the entries must be bound one by one.
@@ -74,6 +78,10 @@ func etcSnapshot(network bool) string {
 	if sig != c.sig {
 		for k, d := range c.dir {
 			os.RemoveAll(filepath.Dir(d)) // the private directory around it
+			if l := c.locks[d]; l != nil {
+				l.Close()
+			}
+			delete(c.locks, d)
 			delete(c.dir, k)
 		}
 		c.sig = sig
@@ -81,12 +89,12 @@ func etcSnapshot(network bool) string {
 	if d := c.dir[network]; d != "" {
 		return d
 	}
-	d, err := makeEtcCopy(files, network)
+	d, lock, err := makeEtcCopy(files, network)
 	if err != nil {
 		c.broken = true
 		return ""
 	}
-	c.dir[network] = d
+	c.dir[network], c.locks[d] = d, lock
 	return d
 }
 
@@ -125,16 +133,22 @@ func etcSources() (files []string, sig string, size int64) {
 // as that file (as bubblewrap's bind showed it); one that leads to a
 // directory elsewhere fails the copy (the entries are then bound one by
 // one).
-func makeEtcCopy(files []string, network bool) (string, error) {
+func makeEtcCopy(files []string, network bool) (_ string, _ *os.File, err error) {
 	removeStaleEtc()
 	priv, err := os.MkdirTemp("", fmt.Sprintf("desk-sandbox-etc-%d-", os.Getpid()))
 	if err != nil {
-		return "", err
+		return "", nil, err
+	}
+	lock, err := ownerlock.Hold(priv)
+	if err != nil {
+		os.RemoveAll(priv)
+		return "", nil, err
 	}
 	dir := filepath.Join(priv, "etc")
-	fail := func(err error) (string, error) {
+	fail := func(err error) (string, *os.File, error) {
+		lock.Close()
 		os.RemoveAll(priv)
-		return "", err
+		return "", nil, err
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fail(err)
@@ -198,7 +212,7 @@ func makeEtcCopy(files []string, network bool) (string, error) {
 			return fail(err)
 		}
 	}
-	return dir, nil
+	return dir, lock, nil
 }
 
 func copyRegular(src, dst string, perm fs.FileMode) error {
@@ -218,24 +232,11 @@ func copyRegular(src, dst string, perm fs.FileMode) error {
 	return out.Close()
 }
 
-// removeStaleEtc removes the copies of desk processes that are gone.
+// removeStaleEtc removes the copies of desk processes that are gone: a
+// copy whose owner lock nobody holds. A pid in the name cannot say so: a
+// desk in another PID namespace sharing /tmp (a container) has pids this
+// one cannot see, and removing its copy failed its sandboxed commands.
+// The copies of this process are locked by it and never swept.
 func removeStaleEtc() {
-	ents, err := os.ReadDir(os.TempDir())
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), "desk-sandbox-etc-")
-		if !ok || !e.IsDir() {
-			continue
-		}
-		pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
-			continue
-		}
-		os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
-	}
+	ownerlock.Sweep(os.TempDir(), "desk-sandbox-etc-", "")
 }
