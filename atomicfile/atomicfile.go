@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"syscall"
 )
 
 // TempPrefix starts the name of every temporary file, so listings can hide
@@ -46,34 +47,77 @@ func Create(root *os.Root, target string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The writer's lock: a sweep of abandoned temporary files (another
+	// desk's startup on a shared home) leaves a locked one alone. Nobody
+	// else knows the fresh name, so the lock is always free here.
+	if err := flock(f); err != nil {
+		f.Close()
+		_ = root.Remove(tmp)
+		return nil, fmt.Errorf("lock %s: %w", tmp, err)
+	}
 	return &File{File: f, root: root, Target: target, Temp: tmp}, nil
 }
 
-// Close flushes and closes the temporary file without renaming it, for
-// callers that record the pending rename durably before doing it: the
-// bytes and the temporary name itself (its directory entry) are durable
-// when it returns, so a record that claims the name never outlives it.
+// LinkTemp makes a temporary file in dir that is a hard link of src (no
+// copy), locked like Create's: the lock is taken on src before the link
+// exists, and the two names share it, so no sweep can take the new name
+// in between. Keep, Abort or Commit it as a created one.
+func LinkTemp(root *os.Root, src, dir string) (*File, error) {
+	f, err := root.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := flock(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", src, err)
+	}
+	tmp := TempName(dir)
+	if err := root.Link(src, tmp); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &File{File: f, root: root, Temp: tmp}, nil
+}
+
+func flock(f *os.File) error {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+}
+
+// TryLock takes the writer's lock of the temporary file at p (a host
+// path) when nobody holds it: ok is false while a writer (of any process
+// sharing the file system) still holds it, or when p is gone. While the
+// caller holds the lock no writer can be using the file; unlock releases
+// it.
+func TryLock(p string) (unlock func(), ok bool) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false
+	}
+	if flock(f) != nil {
+		f.Close()
+		return nil, false
+	}
+	return func() { f.Close() }, true
+}
+
+// Close makes the bytes and the temporary name durable without renaming,
+// for callers that record the pending rename durably before doing it, so
+// a record that claims the name never outlives it. The descriptor, and
+// with it the writer's lock, stays open until Keep, Commit or Abort: until
+// the record claims the name, the lock is what keeps a sweep off it.
 func (f *File) Close() error {
-	if err := f.flush(); err != nil {
+	if err := f.File.Sync(); err != nil {
 		return err
 	}
 	return SyncDir(f.root, path.Dir(f.Temp))
 }
 
-// flush makes the bytes durable and closes the file.
-func (f *File) flush() error {
-	if err := f.File.Sync(); err != nil {
-		f.File.Close()
-		return err
-	}
-	return f.File.Close()
-}
-
-// Commit makes the bytes durable and renames them over the target.
+// Commit makes the bytes durable and renames them over the target. The
+// lock is held across the rename.
 func (f *File) Commit() error {
 	// The rename's own directory sync below also makes the temporary
-	// name durable, so flush suffices here.
-	if err := f.flush(); err != nil && !errors.Is(err, os.ErrClosed) {
+	// name durable, so syncing the bytes suffices here.
+	if err := f.File.Sync(); err != nil {
 		f.Abort()
 		return err
 	}
@@ -82,12 +126,23 @@ func (f *File) Commit() error {
 		return err
 	}
 	f.done = true
-	return SyncDir(f.root, path.Dir(f.Target))
+	cerr := f.File.Close()
+	if err := SyncDir(f.root, path.Dir(f.Target)); err != nil {
+		return err
+	}
+	return cerr
 }
 
-// Keep disarms Abort: from now on the temporary file belongs to the caller,
-// typically because a store row records it as pending installation.
-func (f *File) Keep() { f.done = true }
+// Keep disarms Abort and releases the writer's lock: from now on the
+// temporary file belongs to the caller, typically because a store row
+// records it as pending installation (which keeps sweeps off it).
+func (f *File) Keep() {
+	if f.done {
+		return
+	}
+	f.done = true
+	f.File.Close()
+}
 
 // Abort removes the temporary file. It is safe to call after Commit, which
 // makes `defer f.Abort()` the normal way to clean up on every error path.
@@ -96,8 +151,8 @@ func (f *File) Abort() {
 		return
 	}
 	f.done = true
-	f.File.Close()
 	_ = f.root.Remove(f.Temp)
+	f.File.Close()
 }
 
 // Install renames an already durable file (such as a pending temporary file

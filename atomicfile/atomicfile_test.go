@@ -74,3 +74,49 @@ func assertNoTemp(t *testing.T, dir string) {
 		}
 	}
 }
+
+// A sweep (TryLock) cannot take a temporary file while its writer holds
+// it: from Create, through Close (bytes durable, the rename recorded
+// elsewhere), until Keep, Commit or Abort; and can take it after Keep.
+func TestWriterHoldsItsTemporaryFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	f, err := Create(root, "a/b.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, filepath.FromSlash(f.Temp))
+	if _, ok := TryLock(p); ok {
+		t.Fatal("a file being written was taken")
+	}
+	f.Write([]byte("x"))
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := TryLock(p); ok {
+		t.Fatal("a closed, not yet claimed file was taken")
+	}
+	f.Keep()
+	unlock, ok := TryLock(p)
+	if !ok {
+		t.Fatal("a kept file is still locked")
+	}
+	unlock()
+	// A link made by LinkTemp shares the lock of its source.
+	l, err := LinkTemp(root, f.Temp, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := TryLock(filepath.Join(dir, filepath.FromSlash(l.Temp))); ok {
+		t.Fatal("a linked temporary file was taken")
+	}
+	l.Abort()
+	if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(l.Temp))); !os.IsNotExist(err) {
+		t.Fatalf("Abort left the link: %v", err)
+	}
+}

@@ -162,6 +162,12 @@ func (c *Collector) temps(ws string, age time.Duration, pending map[string]bool,
 		if now.Sub(info.ModTime()) < age {
 			return nil
 		}
+		// An upload slower than age is still its writer's.
+		unlock, ok := atomicfile.TryLock(p)
+		if !ok {
+			return nil
+		}
+		defer unlock()
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}

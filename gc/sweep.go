@@ -35,8 +35,9 @@ const (
 // artifact row still claims as its pending content is kept: it is that
 // artifact's next bytes (artifact recovery, which runs first, normally has
 // installed it already). Declared host paths are outside DESK_HOME and are
-// never touched (desk never collects in them). Run it only while no other
-// desk process writes in this home.
+// never touched (desk never collects in them). Another desk process
+// writing in this home loses nothing: a temporary file its writer still
+// holds (atomicfile's lock) is left, and one its row claims is kept.
 func (c *Collector) Recover(ctx context.Context) error {
 	_, err := c.SweepDebris(ctx)
 	return err
@@ -64,6 +65,7 @@ func (c *Collector) SweepDebris(ctx context.Context) (Debris, error) {
 		d.Bytes += n
 		return nil
 	}
+	var temps []tempFile
 	// The admin token is written beside its final name in the home root.
 	if ents, err := os.ReadDir(c.Home.Root); err == nil {
 		for _, e := range ents {
@@ -117,7 +119,12 @@ func (c *Collector) SweepDebris(ctx context.Context) (Debris, error) {
 					return nil
 				}
 				rel, _ := filepath.Rel(ws, p)
-				if pending[w.Name()+"/"+filepath.ToSlash(rel)] {
+				key := w.Name() + "/" + filepath.ToSlash(rel)
+				if pending[key] {
+					return nil
+				}
+				if atomicfile.IsTemp(name) {
+					temps = append(temps, tempFile{path: p, key: key})
 					return nil
 				}
 				return remove(p, false)
@@ -127,5 +134,39 @@ func (c *Collector) SweepDebris(ctx context.Context) (Debris, error) {
 			}
 		}
 	}
+	// A temporary file may be another desk's upload under way (several
+	// processes on one home): its writer holds its lock until the row
+	// claims it. So each is locked first, and only then are the claims
+	// read again: a writer that let go had committed its claim before,
+	// and the fresh read sees it. Batches bound the descriptors held.
+	for len(temps) > 0 {
+		batch := temps[:min(len(temps), sweepBatch)]
+		temps = temps[len(batch):]
+		var held []tempFile
+		for _, t := range batch {
+			if unlock, ok := atomicfile.TryLock(t.path); ok {
+				t.unlock = unlock
+				held = append(held, t)
+			}
+		}
+		pending, err := c.pendingFiles(ctx)
+		for _, t := range held {
+			if err == nil && !pending[t.key] {
+				err = remove(t.path, false)
+			}
+			t.unlock()
+		}
+		if err != nil {
+			return d, err
+		}
+	}
 	return d, nil
+}
+
+// sweepBatch is how many temporary files a sweep holds locked at once.
+const sweepBatch = 256
+
+type tempFile struct {
+	path, key string
+	unlock    func()
 }

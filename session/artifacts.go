@@ -439,26 +439,23 @@ func (s *Artifacts) Revert(ctx context.Context, sessionID, id string) (*desk.Art
 		return nil, err
 	}
 	defer root.Close()
-	tmp := atomicfile.TempName(path.Dir(fileOf(a)))
-	if err := root.Link(layout.RevisionRel(a.ID, a.Prev.Revision), tmp); err != nil {
+	// A locked link, like an upload's temporary file: a sweep leaves it
+	// alone until the row claims it; install keeps it once the row does,
+	// and the deferred Abort removes it when the row never did.
+	f, err := atomicfile.LinkTemp(root, layout.RevisionRel(a.ID, a.Prev.Revision), path.Dir(fileOf(a)))
+	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, desk.Errorf(desk.ECONFLICT, "the bytes of revision %d of artifact %s are missing; it cannot be reverted", a.Prev.Revision, a.ID)
 		}
 		return nil, storageErr("revert artifact", err)
 	}
+	defer f.Abort()
 	next := *a
 	next.Revision++
 	next.Kind, next.MediaType, next.Size, next.SHA256 = a.Prev.Kind, a.Prev.MediaType, a.Prev.Size, a.Prev.SHA256
-	next.Prev, next.Pending, next.Missing = nil, tmp, false
+	next.Prev, next.Pending, next.Missing = nil, f.Temp, false
 	next.Origin, next.UpdatedAt = originOf(ctx, x), desk.Now()
-	out, err := s.install(ctx, root, a, &next, nil, nil)
-	if err != nil && next.Pending == tmp {
-		// Only remove the link when the row never claimed it.
-		if cur, gerr := s.store.GetArtifact(ctx, a.ID); gerr == nil && cur.Pending != tmp {
-			_ = root.Remove(tmp)
-		}
-	}
-	return out, err
+	return s.install(ctx, root, a, &next, f, nil)
 }
 
 func (s *Artifacts) Delete(ctx context.Context, sessionID, id string) error {
