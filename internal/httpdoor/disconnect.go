@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"syscall"
-
 )
 
 // ClientGone reports whether a request failed because its client went
