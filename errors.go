@@ -93,3 +93,18 @@ func NoSpace(err error) bool {
 
 // IsCode reports whether err carries the given code.
 func IsCode(err error, code string) bool { return ErrorCode(err) == code }
+
+// SwappedError is the EFORBIDDEN error of a declared host path whose
+// directory was replaced after its declaration (a link or another
+// directory in its place). The file jail returns it; the doors log it
+// (Guest and Why), while callers see only Err's message, which does not
+// describe the host.
+type SwappedError struct {
+	Guest string // the mount's guest path
+	// Why says what was found instead, for the log only.
+	Why string
+	Err *Error
+}
+
+func (e *SwappedError) Error() string { return e.Err.Error() }
+func (e *SwappedError) Unwrap() error { return e.Err }

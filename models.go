@@ -16,4 +16,10 @@ type ModelCatalog interface {
 	// openai-compatible base URL's case and trailing slash do not
 	// matter), or an EINVALID error that names the models allowed.
 	Resolve(model string) (string, error)
+	// SessionModel checks the model and script a session is created
+	// with, so a session never exists with a model it cannot use: the
+	// model resolves as Resolve has it ("" stays "", the default, and
+	// takes no script); the script model needs a script that parses and
+	// no other model takes one (EINVALID). It returns the declared form.
+	SessionModel(model string, script []byte) (string, error)
 }

@@ -592,3 +592,5 @@ func (s *Service) writes(pl *planned, troot *os.Root, res map[string]string) ([]
 	}
 	return out, nil
 }
+
+var _ desk.AbsorbService = (*Service)(nil)

@@ -315,35 +315,14 @@ func (tr *turn) request() (provider.Request, error) {
 	return as.req, nil
 }
 
-// ContextView is what GET /v1/sessions/{ses}/context shows: exactly what
-// the next turn would send, and how full the window is.
-type ContextView struct {
-	Model        string   `json:"model"`
-	SystemPrompt string   `json:"system_prompt"`
-	World        World    `json:"world"`
-	WorldBlock   string   `json:"world_block"`
-	Tools        []string `json:"tools"`
-	Messages     int      `json:"messages"`
-	Budget       Budget   `json:"budget"`
-	// ExternalInstructions are the checkout's instruction files the next
-	// turn finds (included in the system prompt or not, and why);
-	// LoadedExtensions the skills the surface loaded; AbsentTools the
-	// optional tools not declared here, with why.
-	ExternalInstructions []extensions.Instruction `json:"external_instructions"`
-	LoadedExtensions     []*desk.LoadedExtension  `json:"loaded_extensions"`
-	AbsentTools          []tools.AbsentTool       `json:"absent_tools"`
-}
-
-// Budget is a surface's context budget.
-type Budget struct {
-	UsedTokens int     `json:"used_tokens"`
-	Window     int     `json:"window"`
-	Percent    float64 `json:"percent"`
-	Level      string  `json:"level"` // neutral, warn, high
-	// Source says where UsedTokens comes from: "provider" (the counts the
-	// last model call reported) or "estimate".
-	Source string `json:"source"`
-}
+// ContextView, Budget, World and WorldGroup are the root's wire types
+// (see desk.ContextView): the doors show them without linking the agent.
+type (
+	ContextView = desk.ContextView
+	Budget      = desk.ContextBudget
+	World       = desk.World
+	WorldGroup  = desk.WorldGroup
+)
 
 // Context shows what the next turn of a surface would send.
 func (a *Agent) Context(ctx context.Context, x *desk.Session, surface string) (*ContextView, error) {

@@ -138,27 +138,6 @@ func writeSkills(s *strings.Builder, skills []LoadedSkill) {
 	}
 }
 
-// World is the compact world snapshot attached to the latest user message:
-// ids, names and counts, never bodies (S-B, S-Q).
-type World struct {
-	Groups    []WorldGroup    `json:"groups"`
-	Focus     json.RawMessage `json:"focus,omitempty"`
-	Artifacts int             `json:"artifact_count"`
-}
-
-// WorldGroup is one bound group as the world block shows it.
-type WorldGroup struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	ItemCount int    `json:"item_count"`
-}
-
-// Block renders the world as the text attached to the latest user message.
-func (w World) Block() string {
-	b, _ := json.Marshal(w)
-	return "<world>" + string(b) + "</world>"
-}
-
 // worldOf builds the world from the session's bindings, focus and artifact
 // count.
 func worldOf(groups []*desk.Group, focus json.RawMessage, artifacts int) World {

@@ -57,10 +57,10 @@ func modelName(spec provider.Spec) string {
 	return spec.Provider + ":" + spec.Model
 }
 
-// Budget sources.
+// Budget sources (see desk.ContextBudget).
 const (
-	BudgetEstimate = "estimate" // desk's estimate of the next request (bytes / 4)
-	BudgetProvider = "provider" // the provider's counts of the last call, plus an estimate of what came after
+	BudgetEstimate = desk.BudgetEstimate
+	BudgetProvider = desk.BudgetProvider
 )
 
 // reportedBudget is the context budget from the provider's own counts when

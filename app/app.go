@@ -31,6 +31,8 @@ import (
 	"github.com/desk-runtime/desk/gateway"
 	"github.com/desk-runtime/desk/gc"
 	"github.com/desk-runtime/desk/httpapi"
+	"github.com/desk-runtime/desk/internal/httpdoor"
+	"github.com/desk-runtime/desk/internal/sse"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/lifecycle"
 	"github.com/desk-runtime/desk/loginlink"
@@ -183,7 +185,7 @@ type App struct {
 	BrowserSessions desk.BrowserSessionService
 	// Streams owns the open event streams of the API and the web UI; a
 	// shutdown ends them (see Serve).
-	Streams *httpapi.Streams
+	Streams *sse.Streams
 	Handler http.Handler
 	// Logger is desk's own logger: every record lands in the app log
 	// (redacted) and goes on to Config.Logger.
@@ -448,7 +450,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		return nil, err
 	}
 	// The event streams close first, so a shutdown does not wait on them.
-	a.Streams = httpapi.NewStreams()
+	a.Streams = sse.NewStreams()
 	if err := a.open(ctx, "event streams", a.Streams); err != nil {
 		return nil, err
 	}
@@ -457,7 +459,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
 		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Threads: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, Runtimes: a.Runtimes, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		UI: a.UI, Streams: a.Streams, Logger: a.Logger.With("component", "http"), Version: cfg.Version,
-		AuthLog: httpapi.NewAuthFailures(a.Logger.With("component", "http"), 0, nil), LoginLinks: a.LoginLinks,
+		AuthLog: httpdoor.NewAuthFailures(a.Logger.With("component", "http"), 0, nil), LoginLinks: a.LoginLinks,
 		BrowserSessions: a.BrowserSessions,
 	}
 	api.Models = a.Models

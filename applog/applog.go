@@ -576,3 +576,9 @@ func fieldsText(fields map[string]any) string {
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
+
+var _ desk.AppLogService = (*Service)(nil)
+
+// ParseQuery is the package's ParseQuery, for the doors that reach the
+// log through desk.AppLogService.
+func (s *Service) ParseQuery(v url.Values) (desk.LogFilter, error) { return ParseQuery(v) }

@@ -18,14 +18,8 @@ import (
 	"github.com/desk-runtime/desk"
 )
 
-// Filter selects records. Empty ids and zero times select everything.
-type Filter struct {
-	// Channel and Conversation match the records' exact ids.
-	Channel      string
-	Conversation string
-	// From (inclusive) and To (exclusive) bound the records' `at`.
-	From, To time.Time
-}
+// Filter selects records (see desk.ArchiveFilter).
+type Filter = desk.ArchiveFilter
 
 // Line is one record as read from the archive.
 type Line struct {
@@ -40,28 +34,18 @@ type Line struct {
 	Record Record
 }
 
-// Skipped is a line a reader did not deliver because it does not parse: a
-// crash fragment, or anything else that is not a contract record.
-type Skipped struct {
-	File   string `json:"file"`
-	Line   int    `json:"line"`
-	Offset int64  `json:"offset"`
-	Bytes  int    `json:"bytes"`
-	Reason string `json:"reason"`
-}
+// Skipped is a line a reader did not deliver because it does not parse
+// (see desk.ArchiveSkipped).
+type Skipped = desk.ArchiveSkipped
 
 // MaxSkippedListed bounds Summary.Skipped; SkippedTotal counts them all.
 const MaxSkippedListed = 100
 
-// Summary reports what a Read went through.
-type Summary struct {
-	Files        int       `json:"files"`         // files opened
-	Records      int       `json:"records"`       // records delivered to the callback
-	SkippedTotal int       `json:"skipped_total"` // unparsable lines met
-	Skipped      []Skipped `json:"skipped"`       // the first MaxSkippedListed of them
-}
+// Summary reports what a Read went through (see desk.ArchiveSummary).
+type Summary = desk.ArchiveSummary
 
-func (s *Summary) skip(k Skipped) {
+// skip counts k in s and lists it among the first MaxSkippedListed.
+func skip(s *Summary, k Skipped) {
 	s.SkippedTotal++
 	if len(s.Skipped) < MaxSkippedListed {
 		s.Skipped = append(s.Skipped, k)
@@ -72,17 +56,8 @@ func (s *Summary) skip(k Skipped) {
 // and reported (the writer refuses records above Options.MaxRecordBytes).
 const MaxLineBytes = 64 << 20
 
-// FileInfo describes one archive file.
-type FileInfo struct {
-	Day  string `json:"day"`
-	File string `json:"file"` // slash path below the archive directory
-	Name string `json:"name"`
-	// Channel and Conversation are decoded from the name; both are empty
-	// when the name was shortened (its records carry the exact ids).
-	Channel      string `json:"channel,omitempty"`
-	Conversation string `json:"conversation_id,omitempty"`
-	Size         int64  `json:"size"`
-}
+// FileInfo describes one archive file (see desk.ArchiveFile).
+type FileInfo = desk.ArchiveFile
 
 func (a *Archive) wsDir(ws string) (string, error) {
 	if err := checkWorkspaceID(ws); err != nil {
@@ -254,7 +229,7 @@ func (a *Archive) Read(ctx context.Context, ws string, f Filter, fn func(*Line) 
 				return fn(ln)
 			}, func(k Skipped) {
 				k.File = rel
-				sum.skip(k)
+				skip(&sum, k)
 			})
 			sum.Files++
 			if err != nil {
@@ -358,4 +333,13 @@ func scanFile(ctx context.Context, name string, start, end int64, fn func(*Line)
 			return off, err
 		}
 	}
+}
+
+var _ desk.ArchiveService = (*Archive)(nil)
+
+// ReadRaw is Read for a caller that streams the records on as NDJSON:
+// fn gets each line exactly as stored, without its '\n' (valid only
+// during the call).
+func (a *Archive) ReadRaw(ctx context.Context, ws string, f Filter, fn func(raw []byte) error) (Summary, error) {
+	return a.Read(ctx, ws, f, func(l *Line) error { return fn(l.Raw) })
 }

@@ -34,11 +34,8 @@ func (h *hub) wait() <-chan struct{} {
 }
 
 // Gap reports that a stream asked to resume after events that retention
-// already removed.
-type Gap struct {
-	Requested int64 `json:"requested"`
-	Oldest    int64 `json:"oldest"`
-}
+// already removed (see desk.EventGap).
+type Gap = desk.EventGap
 
 // Tail delivers every event matching f after f.AfterSeq in seq order, then
 // follows new ones until ctx ends or fn fails. When f.AfterSeq is older
@@ -108,3 +105,8 @@ func (s *Service) ScopeEvents(ctx context.Context, f *desk.EventFilter) error {
 	}
 	return nil
 }
+
+var (
+	_ desk.ExecutionService = (*Service)(nil)
+	_ desk.UsageService     = (*Service)(nil)
+)

@@ -17,25 +17,12 @@ type FileID struct {
 // Zero reports whether the identity was never recorded.
 func (f FileID) Zero() bool { return f == FileID{} }
 
-// SwappedError is the refusal of a pinned mount whose host path no longer
-// names the directory that was declared: the last element was replaced by
-// a symbolic link, by another directory, or removed and made again. It is
-// an EFORBIDDEN *desk.Error to callers (errors.As finds it through Unwrap);
-// servers log it as a warning, because it means someone changed a declared
-// directory under desk.
-type SwappedError struct {
-	Guest string // the mount's guest path
-	// Why says what was found instead, for the log only: agents see the
-	// desk error's message, which does not describe the host.
-	Why string
-	err *desk.Error
-}
-
-func (e *SwappedError) Error() string { return e.err.Error() }
-func (e *SwappedError) Unwrap() error { return e.err }
+// SwappedError is the error of a pinned mount whose directory was
+// replaced after its declaration (see desk.SwappedError).
+type SwappedError = desk.SwappedError
 
 func swapped(guest, why string) error {
-	return &SwappedError{Guest: guest, Why: why, err: desk.Errorf(desk.EFORBIDDEN,
+	return &SwappedError{Guest: guest, Why: why, Err: desk.Errorf(desk.EFORBIDDEN,
 		"%s is no longer the directory that was declared (it was replaced after the declaration); declare the host path again", guest)}
 }
 

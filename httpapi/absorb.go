@@ -1,17 +1,10 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/desk-runtime/desk"
 )
-
-// Absorber is the absorb service the API serves.
-type Absorber interface {
-	Plan(ctx context.Context, target, source string) (*desk.AbsorbPlan, error)
-	Apply(ctx context.Context, target, source string, in desk.AbsorbApply) (*desk.AbsorbResult, error)
-}
 
 var sourceParam = []param{{Name: "source", Type: "string", Required: true, Doc: "the workspace to absorb (ws_…); it is offboarded once its files are in"}}
 

@@ -7,20 +7,7 @@ import (
 	"strconv"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent"
 )
-
-// Agent is the agent surface the API serves.
-type Agent interface {
-	Transcript(ctx context.Context, surface string, before int64, limit int) ([]*desk.Message, error)
-	TranscriptTree(ctx context.Context, surface string) ([]*desk.Message, error)
-	Context(ctx context.Context, x *desk.Session, surface string) (*agent.ContextView, error)
-	Approvals(ctx context.Context, sessionID string, pending bool) ([]*desk.Approval, error)
-	DecideApproval(ctx context.Context, id, decision, reason string) (*desk.Approval, error)
-	InputRequests(ctx context.Context, sessionID string) ([]*desk.InputRequest, error)
-	AnswerInput(ctx context.Context, id string, answers map[string]string) (*desk.InputRequest, *desk.SubmitResult, error)
-	DecidePlan(ctx context.Context, id, decision, notes string) (*desk.Plan, error)
-}
 
 // AgentStore is the part of the store the agent routes read and change.
 type AgentStore interface {

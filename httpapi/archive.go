@@ -1,21 +1,12 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/archive"
 )
-
-// Archive is the reading side of the ledger the API serves.
-type Archive interface {
-	Read(ctx context.Context, ws string, f archive.Filter, fn func(*archive.Line) error) (archive.Summary, error)
-	Days(ctx context.Context, ws string) ([]string, error)
-	List(ctx context.Context, ws, day string) ([]archive.FileInfo, error)
-}
 
 // archiveWorkspace checks that the caller may read the workspace's ledger:
 // it holds every actor's conversations, so only the admin token reads it.
@@ -58,7 +49,7 @@ func (s *Server) readArchive(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	f := archive.Filter{Channel: q.Get("channel"), Conversation: q.Get("conversation")}
+	f := desk.ArchiveFilter{Channel: q.Get("channel"), Conversation: q.Get("conversation")}
 	if f.From, err = timeParam(r, "from"); err != nil {
 		return err
 	}
@@ -71,12 +62,12 @@ func (s *Server) readArchive(w http.ResponseWriter, r *http.Request) error {
 	rc := http.NewResponseController(w)
 	started := false
 	n := 0
-	sum, err := s.Archive.Read(r.Context(), ws, f, func(l *archive.Line) error {
+	sum, err := s.Archive.ReadRaw(r.Context(), ws, f, func(raw []byte) error {
 		if !started {
 			w.WriteHeader(http.StatusOK)
 			started = true
 		}
-		if _, err := w.Write(append(l.Raw, '\n')); err != nil {
+		if _, err := w.Write(append(raw, '\n')); err != nil {
 			return err
 		}
 		if n++; n%256 == 0 {

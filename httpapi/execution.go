@@ -7,26 +7,8 @@ import (
 	"strings"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/internal/sse"
 )
-
-// Executions is the execution service the API serves.
-type Executions interface {
-	Submit(ctx context.Context, sessionID string, in desk.SubmitInput) (*desk.SubmitResult, error)
-	Queue(ctx context.Context, sessionID string, all bool) ([]*desk.QueueItem, error)
-	QueueOp(ctx context.Context, sessionID, itemID string, op desk.QueueOp) (*desk.QueueItem, error)
-	Resume(ctx context.Context, sessionID, surfaceID string) (*desk.Surface, error)
-	Surfaces(ctx context.Context, sessionID string) ([]*desk.Surface, error)
-	Attach(ctx context.Context, sessionID, surfaceID string) (*desk.Surface, error)
-	Executions(ctx context.Context, sessionID string) ([]*desk.Execution, error)
-	Execution(ctx context.Context, id string) (*desk.Execution, error)
-	Interrupt(ctx context.Context, sessionID, executionID string) (*desk.InterruptResult, error)
-	Blocks(ctx context.Context, sessionID string) ([]*desk.Block, error)
-	ReleaseBlock(ctx context.Context, sessionID, blockID string) (*desk.Block, error)
-	SetLifecycle(ctx context.Context, sessionID, lifecycle string) (*desk.Session, error)
-	ScopeEvents(ctx context.Context, f *desk.EventFilter) error
-	Tail(ctx context.Context, f desk.EventFilter, gap func(execution.Gap) error, fn func(*desk.Event) error) error
-}
 
 func executionRoutes() []route {
 	return []route{
@@ -370,7 +352,7 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	f := desk.EventFilter{WorkspaceID: q.Get("workspace"), SessionID: q.Get("session"), ExecutionID: q.Get("execution"), AfterSeq: -1}
-	after, err := lastEventID(r)
+	after, err := sse.LastEventID(r)
 	if err != nil {
 		return err
 	}
@@ -386,17 +368,17 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer end()
-	sse := newSSE(w)
+	out := sse.New(w)
 	ctx, cancel := context.WithCancel(ctx)
-	defer s.Streams.Go(func() { sse.keepAlive(ctx, cancel) })()
+	defer s.Streams.Go(func() { out.KeepAlive(ctx, cancel) })()
 	defer cancel()
-	err = s.Exec.Tail(ctx, f, func(g execution.Gap) error {
-		return sse.event(0, "gap", g)
+	err = s.Exec.Tail(ctx, f, func(g desk.EventGap) error {
+		return out.JSON(0, "gap", g)
 	}, func(e *desk.Event) error {
-		return sse.event(e.Seq, e.Type, e)
+		return out.JSON(e.Seq, e.Type, e)
 	})
 	if err != nil && ctx.Err() == nil {
-		_ = sse.event(0, "error", map[string]any{"code": desk.ErrorCode(err), "message": desk.ErrorMessage(err)})
+		_ = out.JSON(0, "error", map[string]any{"code": desk.ErrorCode(err), "message": desk.ErrorMessage(err)})
 	}
 	return nil
 }

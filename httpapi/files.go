@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/internal/httpdoor"
 )
 
 // actorParam documents the Wesclaw actor parameter.
@@ -340,7 +341,7 @@ func writeRaw(conn net.Conn, v any, err error) {
 	if err != nil {
 		var b ErrorBody
 		b.Error.Code, b.Error.Message = desk.ErrorCode(err), desk.ErrorMessage(err)
-		status, v = StatusOf(b.Error.Code), b
+		status, v = httpdoor.StatusOf(b.Error.Code), b
 	}
 	body, _ := json.Marshal(v)
 	body = append(body, '\n')

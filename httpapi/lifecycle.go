@@ -1,24 +1,11 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/lifecycle"
 )
-
-// Lifecycle is the workspace lifecycle the API serves.
-type Lifecycle interface {
-	Catalog(ctx context.Context) ([]*desk.CatalogEntry, error)
-	CatalogEntry(ctx context.Context, ws string) (*desk.CatalogEntry, error)
-	Offboard(ctx context.Context, ws string, in lifecycle.OffboardInput) (*lifecycle.OffboardResult, error)
-	Restore(ctx context.Context, ws string) (*lifecycle.Result, error)
-	Purge(ctx context.Context, ws, confirm string) (*lifecycle.Result, error)
-	Ask(ctx context.Context, in lifecycle.AskInput) (*lifecycle.AskResult, error)
-	Admit(ctx context.Context, ref lifecycle.Ref) error
-}
 
 const lifecycleTag = "lifecycle"
 
@@ -67,11 +54,11 @@ func (s *Server) admit(rt route, r *http.Request) error {
 			return nil
 		}
 	}
-	ref := lifecycle.Ref{Workspace: r.PathValue("ws"), Session: r.PathValue("ses"), Group: r.PathValue("grp"), Execution: r.PathValue("exe")}
+	ref := desk.LifecycleRef{Workspace: r.PathValue("ws"), Session: r.PathValue("ses"), Group: r.PathValue("grp"), Execution: r.PathValue("exe")}
 	if ref.Workspace == "" && strings.HasPrefix(rt.Path, "/cells/{id}") {
 		ref.Workspace = r.PathValue("id")
 	}
-	if ref == (lifecycle.Ref{}) {
+	if ref == (desk.LifecycleRef{}) {
 		return nil
 	}
 	return s.Lifecycle.Admit(r.Context(), ref)
@@ -105,7 +92,7 @@ func (s *Server) offboard(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in struct {
-		lifecycle.OffboardInput
+		desk.OffboardInput
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
@@ -158,7 +145,7 @@ func (s *Server) purge(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) ask(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
-		lifecycle.AskInput
+		desk.AskInput
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {

@@ -5,16 +5,8 @@ import (
 	"net/http"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/internal/sse"
 )
-
-// AppLogs is the part of the app log service the API serves.
-type AppLogs interface {
-	List(ctx context.Context, f desk.LogFilter) ([]*desk.LogEntry, error)
-	LastSeq(ctx context.Context) (int64, error)
-	MarkSeen(ctx context.Context, viewer string, seq int64) (int64, error)
-	Unread(ctx context.Context, viewer string) (*desk.LogUnread, error)
-	Tail(ctx context.Context, f desk.LogFilter, fn func(*desk.LogEntry) error) error
-}
 
 // LogQuery parses the log filters of a request.
 type LogQuery func(r *http.Request) (desk.LogFilter, error)
@@ -100,7 +92,7 @@ func (s *Server) streamLogs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	after, err := lastEventID(r)
+	after, err := sse.LastEventID(r)
 	if err != nil {
 		return err
 	}
@@ -112,18 +104,18 @@ func (s *Server) streamLogs(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer end()
-	sse := newSSE(w)
+	out := sse.New(w)
 	ctx, cancel := context.WithCancel(ctx)
-	defer s.Streams.Go(func() { sse.keepAlive(ctx, cancel) })()
+	defer s.Streams.Go(func() { out.KeepAlive(ctx, cancel) })()
 	defer cancel()
 	err = s.Logs.Tail(ctx, f, func(e *desk.LogEntry) error {
-		return sse.event(e.Seq, "log", e)
+		return out.JSON(e.Seq, "log", e)
 	})
 	if ctx.Err() != nil {
 		return nil // the client went away; nothing to answer
 	}
 	if err != nil {
-		_ = sse.event(0, "error", map[string]any{"code": desk.ErrorCode(err), "message": desk.ErrorMessage(err)})
+		_ = out.JSON(0, "error", map[string]any{"code": desk.ErrorCode(err), "message": desk.ErrorMessage(err)})
 	}
 	return nil
 }

@@ -22,7 +22,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/fsjail"
+	"github.com/desk-runtime/desk/internal/httpdoor"
+	"github.com/desk-runtime/desk/internal/sse"
 )
 
 // Reclaimer answers storage pressure.
@@ -43,34 +44,34 @@ type Server struct {
 	Artifacts  desk.ArtifactService
 	Selection  desk.SelectionService
 	Reclaimer  Reclaimer
-	Exec       Executions
-	Agent      Agent
+	Exec       desk.ExecutionService
+	Agent      desk.AgentService
 	AgentStore AgentStore
 	// Models is the operator's model catalog GET /v1/models lists (nil:
 	// the script model only).
 	Models     desk.ModelCatalog
-	Threads    Threads // handler threads, groups and episodes; nil: the thread routes answer unavailable
-	Usage      Usage   // usage sums; nil: the usage routes answer unavailable
+	Threads    Threads           // handler threads, groups and episodes; nil: the thread routes answer unavailable
+	Usage      desk.UsageService // usage sums; nil: the usage routes answer unavailable
 	Files      desk.FileService
 	Transfer   desk.TransferService
-	Logs       AppLogs
-	Archive    Archive
+	Logs       desk.AppLogService
+	Archive    desk.ArchiveService
 	LogQuery   LogQuery
-	UI         UIState
-	Lifecycle  Lifecycle
-	Templates  Templates
-	Absorb     Absorber
+	UI         desk.UIService
+	Lifecycle  desk.LifecycleService
+	Templates  desk.TemplateService
+	Absorb     desk.AbsorbService
 	Runtimes   desk.RuntimeService // nil: the runtime routes answer unavailable
 	LoginLinks LoginLinks          // nil: login links answer unavailable
 	Web        http.Handler        // everything outside the API (the web UI at /); nil: JSON not-found
 	// Streams owns the open event streams, so a shutdown can end them;
 	// nil makes one of the server's own.
-	Streams *Streams
+	Streams *sse.Streams
 	Logger  *slog.Logger
 	Version string
 	// AuthLog logs refused credentials, rate-limited per address; nil
 	// makes one on the Logger.
-	AuthLog *AuthFailures
+	AuthLog *httpdoor.AuthFailures
 	// BrowserSessions are the web UI's sign-ins; nil: revoking them
 	// answers unavailable.
 	BrowserSessions desk.BrowserSessionService
@@ -90,10 +91,10 @@ func (s *Server) Handler() http.Handler {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
 	if s.Streams == nil {
-		s.Streams = NewStreams()
+		s.Streams = sse.NewStreams()
 	}
 	if s.AuthLog == nil {
-		s.AuthLog = NewAuthFailures(s.Logger, 0, nil)
+		s.AuthLog = httpdoor.NewAuthFailures(s.Logger, 0, nil)
 	}
 	mux := http.NewServeMux()
 	for _, rt := range s.routes() {
@@ -140,7 +141,7 @@ func (s *Server) wrap(rt route) http.Handler {
 			if c := desk.ErrorCode(err); c == desk.EINTERNAL || c == desk.ENOSPACE {
 				s.logFailure(r, "request failed", err, desk.LogMethod, r.Method, desk.LogPath, r.URL.Path)
 			}
-			var sw *fsjail.SwappedError
+			var sw *desk.SwappedError
 			if errors.As(err, &sw) {
 				s.Logger.Warn("a declared host path was replaced after its declaration; refused", "host_path", sw.Guest, "found", sw.Why, "method", r.Method, "path", r.URL.Path)
 			}
@@ -165,34 +166,6 @@ func (s *Server) authenticate(r *http.Request) (desk.Principal, error) {
 	return s.Workspaces.Authenticate(r.Context(), strings.TrimSpace(tok))
 }
 
-// StatusOf maps an error code to its HTTP status. It is the only place that
-// knows the mapping; the Go client maps statuses back through the code in
-// the body, not the status.
-func StatusOf(code string) int {
-	switch code {
-	case desk.EINVALID:
-		return http.StatusBadRequest
-	case desk.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	case desk.EFORBIDDEN:
-		return http.StatusForbidden
-	case desk.ENOTFOUND:
-		return http.StatusNotFound
-	case desk.ECONFLICT, desk.EBUSY, desk.EBLOCKED, desk.ESTALEPLAN:
-		return http.StatusConflict
-	case desk.ETOOLARGE:
-		return http.StatusRequestEntityTooLarge
-	case desk.EUNAVAILABLE:
-		return http.StatusServiceUnavailable
-	case desk.ENOSPACE:
-		return http.StatusInsufficientStorage
-	case desk.ETIMEOUT:
-		return http.StatusRequestTimeout
-	default:
-		return http.StatusInternalServerError
-	}
-}
-
 // ErrorBody is the JSON shape of every error response.
 type ErrorBody struct {
 	Error struct {
@@ -209,7 +182,7 @@ func writeError(w http.ResponseWriter, err error) {
 	for _, h := range []string{"Content-Length", "Content-Range", "ETag", "Last-Modified", "Content-Disposition", "Content-Encoding"} {
 		w.Header().Del(h)
 	}
-	writeJSON(w, StatusOf(b.Error.Code), b)
+	writeJSON(w, httpdoor.StatusOf(b.Error.Code), b)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,20 +1,10 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/desk-runtime/desk"
 )
-
-// Templates is the template service the API serves.
-type Templates interface {
-	Add(ctx context.Context, name, version string, files []desk.TemplateFile) (*desk.TemplateVersion, error)
-	List(ctx context.Context) ([]*desk.TemplateVersion, error)
-	CreateWorkspace(ctx context.Context, in desk.WorkspaceCreate, ref string) (*desk.Workspace, error)
-	Plan(ctx context.Context, ws, to string) (*desk.UpgradePlan, error)
-	Apply(ctx context.Context, ws, to string, in desk.UpgradeApply) (*desk.UpgradeResult, error)
-}
 
 var toParam = []param{{Name: "to", Type: "string", Doc: "the template version to upgrade to; default: the version registered last"}}
 

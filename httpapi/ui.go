@@ -1,22 +1,11 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
 	"github.com/desk-runtime/desk"
 )
-
-// UIState is the client state the API serves: composer drafts per surface
-// and the open holds that decide whether a finished turn leaves its session
-// unread.
-type UIState interface {
-	Draft(ctx context.Context, sessionID, surfaceID string) (*desk.Draft, error)
-	SaveDraft(ctx context.Context, sessionID, surfaceID, text string) (*desk.Draft, error)
-	OpenSession(ctx context.Context, sessionID, viewer string) (*desk.Session, error)
-	Leave(ctx context.Context, sessionID, viewer string) error
-}
 
 var surfaceQuery = []param{{Name: "surface", Type: "string", Doc: "default: the orchestrator surface"}}
 

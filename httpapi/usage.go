@@ -1,20 +1,10 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/desk-runtime/desk"
 )
-
-// Usage is the part of the execution service that sums model usage and
-// admits work again after a budget change.
-type Usage interface {
-	SessionUsage(ctx context.Context, sessionID string) (*desk.SessionUsage, error)
-	WorkspaceUsage(ctx context.Context, workspaceID string) (*desk.WorkspaceUsage, error)
-	// Wake looks for admissible work now (after a budget was raised).
-	Wake()
-}
 
 var errNoUsage = desk.Errorf(desk.EUNAVAILABLE, "this server does not record model usage")
 

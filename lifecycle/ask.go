@@ -10,37 +10,17 @@ import (
 	"github.com/desk-runtime/desk"
 )
 
-// AskInput is a cross-workspace ask: a prompt aimed at a session, an
-// artifact (the session that made it) or a workspace.
-type AskInput struct {
-	Target desk.ResolveTarget `json:"target"`
-	Prompt string             `json:"prompt"`
-	// Reconstruct prefixes the prompt, when the target has to be
-	// reconstructed, with the preamble telling the new worker what it is.
-	Reconstruct bool `json:"reconstruct,omitempty"`
-}
+// AskInput is a cross-workspace ask (see desk.AskInput).
+type AskInput = desk.AskInput
 
 // Ask statuses.
 const (
-	AskDispatched  = "dispatched"
-	AskUnavailable = "unavailable"
+	AskDispatched  = desk.AskDispatched
+	AskUnavailable = desk.AskUnavailable
 )
 
-// AskResult answers an ask.
-type AskResult struct {
-	Status string `json:"status"`
-	// Resolution is exact, unavailable or reconstructed; Reason says why
-	// an unavailable target is unavailable.
-	Resolution string       `json:"resolution"`
-	Reason     string       `json:"reason,omitempty"`
-	SessionID  string       `json:"session_id,omitempty"`
-	Signature  string       `json:"signature,omitempty"`
-	Origin     *desk.Origin `json:"origin,omitempty"`
-	// QueuedItemID is the queue row of the prompt, ExecutionID the
-	// execution that took it when the session was idle.
-	QueuedItemID string `json:"queued_item_id,omitempty"`
-	ExecutionID  string `json:"execution_id,omitempty"`
-}
+// AskResult answers an ask (see desk.AskResult).
+type AskResult = desk.AskResult
 
 // maxPrompt matches the execution model's bound on one message.
 const maxPrompt = 1 << 20

@@ -28,18 +28,8 @@ const (
 	maxNotes  = 64 << 10
 )
 
-// OffboardInput is the input of Offboard.
-type OffboardInput struct {
-	Reason string `json:"reason"`
-	Notes  string `json:"notes,omitempty"`
-	// Successors maps a session of the workspace to the session (of any
-	// workspace) that carries its work on.
-	Successors map[string]string `json:"successors,omitempty"`
-	// HeldLease says the caller already holds the workspace's lease (see
-	// Guard) and Offboard must not take it again: absorb offboards its
-	// source under the leases it took for both workspaces.
-	HeldLease bool `json:"-"`
-}
+// OffboardInput is the input of Offboard (see desk.OffboardInput).
+type OffboardInput = desk.OffboardInput
 
 // offboardData is the offboarding journal's data.
 type offboardData struct {

@@ -136,18 +136,11 @@ func (s *Service) fail(op, step string) error {
 	return s.opts.Fail(op, step)
 }
 
-// Result answers offboard, restore and purge.
-type Result struct {
-	Workspace *desk.CatalogEntry `json:"workspace"`
-	// Changed is false when the workspace already was where the
-	// operation leads (a repeated offboard, restore or purge).
-	Changed bool `json:"changed"`
-	// Path is where the workspace's directory now is ("" once purged).
-	Path string `json:"path,omitempty"`
-}
+// Result answers offboard, restore and purge (see desk.LifecycleResult).
+type Result = desk.LifecycleResult
 
 // OffboardResult answers Offboard.
-type OffboardResult = Result
+type OffboardResult = desk.OffboardResult
 
 // Catalog lists every workspace ever created (the admin), or the caller's
 // own workspace (an actor token).
@@ -184,10 +177,8 @@ func (s *Service) CatalogEntry(ctx context.Context, ws string) (*desk.CatalogEnt
 	return s.store.GetCatalogEntry(ctx, ws)
 }
 
-// Ref names what a request is about; Admit finds its workspace.
-type Ref struct {
-	Workspace, Session, Group, Execution string
-}
+// Ref names what a request is about (see desk.LifecycleRef).
+type Ref = desk.LifecycleRef
 
 // Admit answers a clear 409 when the workspace a request is about is not
 // active (offboarding, departed, restoring, purging or purged): such a
@@ -286,3 +277,5 @@ func errInterrupted(w *desk.Workspace) error {
 func isIntermediate(state string) bool {
 	return state == desk.WorkspaceOffboarding || state == desk.WorkspaceRestoring || state == desk.WorkspacePurging
 }
+
+var _ desk.LifecycleService = (*Service)(nil)

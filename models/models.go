@@ -15,6 +15,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent/provider"
+	"github.com/desk-runtime/desk/agent/provider/script"
 )
 
 // Script is the script model, desk's own scripted stand-in for a model:
@@ -141,6 +142,37 @@ func (c *Catalog) Resolve(model string) (string, error) {
 		return "", err
 	}
 	return s.String(), nil
+}
+
+// SessionModel checks a session's model reference against the catalog
+// and, for the script model, its script, so a session never exists with
+// a model it cannot use; it returns the declared form.
+func (c *Catalog) SessionModel(model string, scr []byte) (string, error) {
+	if model == "" {
+		if len(scr) > 0 {
+			return "", desk.Errorf(desk.EINVALID, `a script needs "model": "script"`)
+		}
+		return "", nil
+	}
+	model, err := c.Resolve(model)
+	if err != nil {
+		return "", err
+	}
+	spec, err := provider.ParseSpec(model)
+	if err != nil {
+		return "", desk.Errorf(desk.EINVALID, "%v", err)
+	}
+	if spec.Provider == Script {
+		if len(scr) == 0 {
+			return "", desk.Errorf(desk.EINVALID, `the script model needs a "script": {"steps": [...]}`)
+		}
+		if _, err := script.Parse(scr); err != nil {
+			return "", desk.Errorf(desk.EINVALID, "%v", err)
+		}
+	} else if len(scr) > 0 {
+		return "", desk.Errorf(desk.EINVALID, "only the script model takes a script")
+	}
+	return model, nil
 }
 
 // Check is Resolve without the declared form.

@@ -18,8 +18,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent/provider"
-	"github.com/desk-runtime/desk/agent/provider/script"
 	"github.com/desk-runtime/desk/layout"
 )
 
@@ -69,6 +67,15 @@ func (noModels) Resolve(m string) (string, error) {
 		return m, nil
 	}
 	return "", desk.Errorf(desk.EINVALID, "model %q is not offered by this desk; choose one of: script", m)
+}
+
+// SessionModel takes the default only: checking a script takes the
+// operator's catalog (models.Catalog), which a desk always has.
+func (noModels) SessionModel(m string, scr []byte) (string, error) {
+	if m = strings.TrimSpace(m); m == "" && len(scr) == 0 {
+		return "", nil
+	}
+	return "", desk.Errorf(desk.EINVALID, "this desk has no model catalog; a session takes the default model and no script")
 }
 
 // visibleSession returns the session if the caller may see it. Sessions of
@@ -137,7 +144,7 @@ func (s *Service) create(ctx context.Context, in desk.SessionCreate, reconstruct
 	}
 	// An undeclared model is refused for every caller, the admin
 	// included, before anything is made.
-	model, err := s.validModel(in.Model, in.Script)
+	model, err := s.models.SessionModel(in.Model, in.Script)
 	if err != nil {
 		return nil, err
 	}
@@ -321,35 +328,4 @@ func (s *Service) Bindings(ctx context.Context, sessionID string) ([]*desk.Group
 		return nil, err
 	}
 	return s.store.ListBindings(ctx, x.ID)
-}
-
-// validModel checks a session's model reference against the operator's
-// catalog and, for the script model, its script, so a session never
-// exists with a model it cannot use; it returns the declared form.
-func (s *Service) validModel(model string, scr []byte) (string, error) {
-	if model == "" {
-		if len(scr) > 0 {
-			return "", desk.Errorf(desk.EINVALID, `a script needs "model": "script"`)
-		}
-		return "", nil
-	}
-	model, err := s.models.Resolve(model)
-	if err != nil {
-		return "", err
-	}
-	spec, err := provider.ParseSpec(model)
-	if err != nil {
-		return "", desk.Errorf(desk.EINVALID, "%v", err)
-	}
-	if spec.Provider == "script" {
-		if len(scr) == 0 {
-			return "", desk.Errorf(desk.EINVALID, `the script model needs a "script": {"steps": [...]}`)
-		}
-		if _, err := script.Parse(scr); err != nil {
-			return "", desk.Errorf(desk.EINVALID, "%v", err)
-		}
-	} else if len(scr) > 0 {
-		return "", desk.Errorf(desk.EINVALID, "only the script model takes a script")
-	}
-	return model, nil
 }

@@ -397,3 +397,5 @@ func readBaseline(root *os.Root) (*desk.TemplateBaseline, error) {
 	}
 	return &bl, nil
 }
+
+var _ desk.TemplateService = (*Service)(nil)

@@ -236,3 +236,5 @@ func (s *Service) Leave(ctx context.Context, sessionID, viewer string) error {
 	}
 	return s.store.CloseSession(ctx, x.ID, key)
 }
+
+var _ desk.UIService = (*Service)(nil)

@@ -1,24 +1,11 @@
 package web
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/lifecycle"
 )
-
-// Catalog is the workspace lifecycle the catalog page drives: every
-// workspace ever created with its state, and the transitions a person may
-// start from here (each confirmed in the page first).
-type Catalog interface {
-	Catalog(ctx context.Context) ([]*desk.CatalogEntry, error)
-	Offboard(ctx context.Context, ws string, in lifecycle.OffboardInput) (*lifecycle.OffboardResult, error)
-	Restore(ctx context.Context, ws string) (*lifecycle.Result, error)
-	// Purge needs the workspace id typed again as confirmation.
-	Purge(ctx context.Context, ws, confirm string) (*lifecycle.Result, error)
-}
 
 type catalogView struct {
 	Available bool
@@ -75,7 +62,7 @@ func (s *Server) catalogAction(w http.ResponseWriter, r *request) error {
 	var err error
 	switch r.PathValue("action") {
 	case "offboard":
-		_, err = s.d.Catalog.Offboard(r.Context(), ws, lifecycle.OffboardInput{Reason: strings.TrimSpace(r.Header.Get("HX-Prompt"))})
+		_, err = s.d.Catalog.Offboard(r.Context(), ws, desk.OffboardInput{Reason: strings.TrimSpace(r.Header.Get("HX-Prompt"))})
 	case "restore":
 		_, err = s.d.Catalog.Restore(r.Context(), ws)
 	case "purge":

@@ -7,8 +7,7 @@ import (
 	"strings"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/applog"
-	"github.com/desk-runtime/desk/httpapi"
+	"github.com/desk-runtime/desk/internal/httpdoor"
 )
 
 // logsView is the app log page: the newest entries matching the filters,
@@ -34,7 +33,7 @@ func logViewer(r *request) (string, error) {
 }
 
 // logFilter reads the filter form: level checkboxes, a source and text.
-func logFilter(r *request) (desk.LogFilter, url.Values, error) {
+func (s *Server) logFilter(r *request) (desk.LogFilter, url.Values, error) {
 	q := url.Values{}
 	for _, l := range r.URL.Query()["level"] {
 		if desk.LogLevelRank(l) >= 0 {
@@ -47,7 +46,7 @@ func logFilter(r *request) (desk.LogFilter, url.Values, error) {
 	if v := strings.TrimSpace(r.URL.Query().Get("q")); v != "" {
 		q.Set("q", v)
 	}
-	f, err := applog.ParseQuery(q)
+	f, err := s.d.Logs.ParseQuery(q)
 	return f, q, err
 }
 
@@ -56,7 +55,7 @@ func (s *Server) logsView(r *request) (*logsView, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, q, err := logFilter(r)
+	f, q, err := s.logFilter(r)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +97,7 @@ func (s *Server) logsStream(w http.ResponseWriter, r *request) error {
 	if _, err := logViewer(r); err != nil {
 		return err
 	}
-	f, _, err := logFilter(r)
+	f, _, err := s.logFilter(r)
 	if err != nil {
 		return err
 	}
@@ -123,9 +122,9 @@ func (s *Server) logsStream(w http.ResponseWriter, r *request) error {
 		if err != nil {
 			return err
 		}
-		return out.send(strconv.FormatInt(e.Seq, 10), "entry", html)
+		return sendHTML(out, strconv.FormatInt(e.Seq, 10), "entry", html)
 	})
-	if err != nil && ctx.Err() == nil && !httpapi.ClientGone(r.Request, err) {
+	if err != nil && ctx.Err() == nil && !httpdoor.ClientGone(r.Request, err) {
 		s.log.Warn("log stream ended", desk.LogErr, err)
 	}
 	return nil

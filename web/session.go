@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent"
 )
 
 // pageMessages is how many messages a session opens with; older ones load
@@ -720,7 +719,7 @@ func (s *Server) budget(ctx context.Context, x *desk.Session) *budget {
 	if err != nil {
 		return &budget{Ses: x.ID, Level: "neutral"}
 	}
-	b := &budget{Ses: x.ID, Used: v.Budget.UsedTokens, Window: v.Budget.Window, Percent: v.Budget.Percent, Reported: v.Budget.Source == agent.BudgetProvider}
+	b := &budget{Ses: x.ID, Used: v.Budget.UsedTokens, Window: v.Budget.Window, Percent: v.Budget.Percent, Reported: v.Budget.Source == desk.BudgetProvider}
 	switch {
 	case b.Percent >= 60:
 		b.Level = "high"

@@ -7,12 +7,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/execution"
-	"github.com/desk-runtime/desk/httpapi"
+	"github.com/desk-runtime/desk/internal/httpdoor"
+	"github.com/desk-runtime/desk/internal/sse"
 )
 
 // The page's event stream: desk's events of one workspace, turned into
@@ -20,66 +19,26 @@ import (
 // message's id is "<event seq>-<transcript seq>", so a reconnecting
 // browser resumes both where it left off.
 
-// sseWriter writes server-sent events; a mutex keeps the keepalive and
-// the event handler from interleaving.
-type sseWriter struct {
-	mu sync.Mutex
-	w  http.ResponseWriter
-	fl http.Flusher
-}
-
-func newSSE(w http.ResponseWriter) (*sseWriter, error) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
+// newSSE starts an event stream (see package sse) on a connection that
+// can flush; the page's streams need every event delivered as written.
+func newSSE(w http.ResponseWriter) (*sse.Writer, error) {
+	if _, ok := w.(http.Flusher); !ok {
 		return nil, fmt.Errorf("event stream: the connection cannot stream")
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	fl.Flush()
-	return &sseWriter{w: w, fl: fl}, nil
+	return sse.New(w), nil
 }
 
-// send writes one event; data may span lines.
-func (s *sseWriter) send(id, event, data string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var b strings.Builder
-	if id != "" {
-		b.WriteString("id: " + id + "\n")
-	}
-	b.WriteString("event: " + event + "\n")
-	// A carriage return would end an SSE line early; as an entity it
-	// means the same to the HTML.
-	data = strings.ReplaceAll(data, "\r", "&#13;")
-	for _, line := range strings.Split(data, "\n") {
-		b.WriteString("data: " + line + "\n")
-	}
-	b.WriteString("\n")
-	if _, err := s.w.Write([]byte(b.String())); err != nil {
-		return err
-	}
-	s.fl.Flush()
-	return nil
-}
-
-func (s *sseWriter) comment(text string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, err := s.w.Write([]byte(": " + text + "\n\n")); err != nil {
-		return err
-	}
-	s.fl.Flush()
-	return nil
+// sendHTML writes one event of HTML; it may span lines. A carriage return
+// would end an SSE line early; as an entity it means the same to the HTML.
+func sendHTML(out *sse.Writer, id, event, html string) error {
+	return out.Event(id, event, strings.ReplaceAll(html, "\r", "&#13;"))
 }
 
 // live is one page's stream state.
 type live struct {
 	s       *Server
 	ctx     context.Context
-	out     *sseWriter
+	out     *sse.Writer
 	ws      string
 	x       *desk.Session
 	tseq    int64
@@ -167,13 +126,13 @@ func (s *Server) stream(w http.ResponseWriter, r *request) error {
 	defer s.d.Streams.Go(func() { l.keepalive(cancel, viewer) })()
 	defer cancel()
 	err = s.d.Exec.Tail(ctx, desk.EventFilter{WorkspaceID: ws.ID, AfterSeq: after},
-		func(execution.Gap) error {
+		func(desk.EventGap) error {
 			// Events were lost to retention: redraw every region.
 			parts, err := l.refresh()
 			return l.emit(0, parts, err)
 		},
 		l.handle)
-	if err != nil && ctx.Err() == nil && !httpapi.ClientGone(r.Request, err) {
+	if err != nil && ctx.Err() == nil && !httpdoor.ClientGone(r.Request, err) {
 		s.log.Warn("page event stream ended", desk.LogErr, err)
 	}
 	return nil
@@ -206,7 +165,7 @@ func (l *live) keepalive(cancel context.CancelFunc, viewer string) {
 		case <-l.ctx.Done():
 			return
 		case <-ping.C:
-			if err := l.out.comment("ping"); err != nil {
+			if err := l.out.Comment("ping"); err != nil {
 				cancel()
 				return
 			}
@@ -241,7 +200,7 @@ func (l *live) emit(seq int64, parts []part, err error) error {
 	if seq > 0 {
 		id = strconv.FormatInt(seq, 10) + "-" + strconv.FormatInt(l.tseq, 10)
 	}
-	return l.out.send(id, "patch", b.String())
+	return sendHTML(l.out, id, "patch", b.String())
 }
 
 func (l *live) refresh() ([]part, error) {

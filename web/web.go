@@ -28,9 +28,8 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/agent"
-	"github.com/desk-runtime/desk/execution"
-	"github.com/desk-runtime/desk/httpapi"
+	"github.com/desk-runtime/desk/internal/httpdoor"
+	"github.com/desk-runtime/desk/internal/sse"
 )
 
 //go:embed templates/*.html
@@ -38,30 +37,6 @@ var templateFiles embed.FS
 
 //go:embed static
 var staticFiles embed.FS
-
-// Exec is the execution service the UI drives.
-type Exec interface {
-	Submit(ctx context.Context, sessionID string, in desk.SubmitInput) (*desk.SubmitResult, error)
-	Queue(ctx context.Context, sessionID string, all bool) ([]*desk.QueueItem, error)
-	QueueOp(ctx context.Context, sessionID, itemID string, op desk.QueueOp) (*desk.QueueItem, error)
-	Executions(ctx context.Context, sessionID string) ([]*desk.Execution, error)
-	Execution(ctx context.Context, id string) (*desk.Execution, error)
-	Interrupt(ctx context.Context, sessionID, executionID string) (*desk.InterruptResult, error)
-	Blocks(ctx context.Context, sessionID string) ([]*desk.Block, error)
-	Tail(ctx context.Context, f desk.EventFilter, gap func(execution.Gap) error, fn func(*desk.Event) error) error
-}
-
-// Agent is the agent surface the UI shows: transcripts, the context budget
-// and the decisions a turn waits for.
-type Agent interface {
-	Transcript(ctx context.Context, surface string, before int64, limit int) ([]*desk.Message, error)
-	Context(ctx context.Context, x *desk.Session, surface string) (*agent.ContextView, error)
-	Approvals(ctx context.Context, sessionID string, pending bool) ([]*desk.Approval, error)
-	DecideApproval(ctx context.Context, id, decision, reason string) (*desk.Approval, error)
-	InputRequests(ctx context.Context, sessionID string) ([]*desk.InputRequest, error)
-	AnswerInput(ctx context.Context, id string, answers map[string]string) (*desk.InputRequest, *desk.SubmitResult, error)
-	DecidePlan(ctx context.Context, id, decision, notes string) (*desk.Plan, error)
-}
 
 // Store is what the UI reads straight from the store: facts the services
 // do not list, always about a session the caller was already allowed to
@@ -79,48 +54,30 @@ type Store interface {
 	GetEpisode(ctx context.Context, id string) (*desk.Episode, error)
 }
 
-// Logs is the app log the logs page shows.
-type Logs interface {
-	List(ctx context.Context, f desk.LogFilter) ([]*desk.LogEntry, error)
-	LastSeq(ctx context.Context) (int64, error)
-	MarkSeen(ctx context.Context, viewer string, seq int64) (int64, error)
-	Unread(ctx context.Context, viewer string) (*desk.LogUnread, error)
-	Tail(ctx context.Context, f desk.LogFilter, fn func(*desk.LogEntry) error) error
-}
-
-// UIState keeps drafts and the open holds that decide unread.
-type UIState interface {
-	Draft(ctx context.Context, sessionID, surfaceID string) (*desk.Draft, error)
-	SaveDraft(ctx context.Context, sessionID, surfaceID, text string) (*desk.Draft, error)
-	OpenSession(ctx context.Context, sessionID, viewer string) (*desk.Session, error)
-	Leave(ctx context.Context, sessionID, viewer string) error
-	HoldTTL() time.Duration
-}
-
 // Deps are the services the UI is a door to.
 type Deps struct {
 	Workspaces desk.WorkspaceService
 	Sessions   desk.SessionService
 	Artifacts  desk.ArtifactService
 	Files      desk.FileService
-	Exec       Exec
-	Agent      Agent
+	Exec       desk.ExecutionService
+	Agent      desk.AgentService
 	Store      Store
-	Logs       Logs
-	UI         UIState
+	Logs       desk.AppLogService
+	UI         desk.UIService
 	// Models is the operator's model catalog the new-session form offers
 	// (nil: the script model only).
 	Models desk.ModelCatalog
 	// Catalog, when set, serves the workspace catalog page.
-	Catalog Catalog
+	Catalog desk.LifecycleService
 	// Streams owns the page and log streams (shared with the API), so a
 	// shutdown ends them; nil makes one of the UI's own.
-	Streams *httpapi.Streams
+	Streams *sse.Streams
 	Logger  *slog.Logger
 	Version string
 	// AuthLog logs refused sign-ins (rate-limited, shared with the API);
 	// nil logs none.
-	AuthLog *httpapi.AuthFailures
+	AuthLog *httpdoor.AuthFailures
 	// LoginLinks redeems the one-time codes of login links
 	// (/login?code=…); nil refuses every code.
 	LoginLinks LoginLinks
@@ -153,7 +110,7 @@ func New(d Deps) *Server {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	if d.Streams == nil {
-		d.Streams = httpapi.NewStreams()
+		d.Streams = sse.NewStreams()
 	}
 	s := &Server{d: d, log: d.Logger, keepalive: 15 * time.Second}
 	s.tmpl = template.Must(template.New("").Funcs(funcs()).ParseFS(templateFiles, "templates/*.html"))
@@ -250,7 +207,7 @@ func isHTMX(r *http.Request) bool { return r.Header.Get("HX-Request") == "true" 
 // the navigation and sign-out stay; fragments and JSON answer as fail does.
 func (s *Server) failSignedIn(w http.ResponseWriter, r *request, err error) {
 	if isHTMX(r.Request) || strings.HasPrefix(r.Header.Get("Accept"), "application/json") ||
-		errors.Is(err, context.Canceled) || httpapi.ClientGone(r.Request, err) {
+		errors.Is(err, context.Canceled) || httpdoor.ClientGone(r.Request, err) {
 		s.fail(w, r.Request, err)
 		return
 	}
@@ -258,7 +215,7 @@ func (s *Server) failSignedIn(w http.ResponseWriter, r *request, err error) {
 	if code == desk.EINTERNAL {
 		s.log.Error("web request failed", desk.LogMethod, r.Method, desk.LogPath, r.URL.Path, desk.LogErr, err)
 	}
-	status := httpapi.StatusOf(code)
+	status := httpdoor.StatusOf(code)
 	l, perr := s.page(r, nil, "", strconv.Itoa(status), "error-main",
 		map[string]any{"Message": desk.ErrorMessage(err), "Code": code, "Status": status})
 	if perr != nil {
@@ -272,7 +229,7 @@ func (s *Server) failSignedIn(w http.ResponseWriter, r *request, err error) {
 // fail answers an error: a toast for htmx requests (retargeted so it never
 // replaces the content the request aimed at), an error page otherwise.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, context.Canceled) || httpapi.ClientGone(r, err) {
+	if errors.Is(err, context.Canceled) || httpdoor.ClientGone(r, err) {
 		return // the client went away; nobody reads an answer
 	}
 	code := desk.ErrorCode(err)
@@ -280,7 +237,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Error("web request failed", desk.LogMethod, r.Method, desk.LogPath, r.URL.Path, desk.LogErr, err)
 	}
 	msg := desk.ErrorMessage(err)
-	status := httpapi.StatusOf(code)
+	status := httpdoor.StatusOf(code)
 	w.Header().Set("Cache-Control", "no-store")
 	if isHTMX(r) {
 		w.Header().Set("HX-Retarget", "#toast")

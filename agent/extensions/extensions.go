@@ -63,23 +63,9 @@ func Roots(w *desk.Workspace) []string {
 	return roots
 }
 
-// Instruction is one discovered external instruction file: a read-only
-// record of what the prompt holds from it.
-type Instruction struct {
-	Path   string `json:"path"`   // guest path
-	Digest string `json:"digest"` // "sha256:<hex>" of the whole file
-	Size   int64  `json:"size"`
-	// Included says whether the file's text is in the system prompt;
-	// IncludedBytes how much of it (less than Size when it was cut).
-	Included      bool `json:"included"`
-	IncludedBytes int  `json:"included_bytes"`
-	Truncated     bool `json:"truncated"`
-	// Note says why a file is cut, left out or unreadable.
-	Note string `json:"note,omitempty"`
-
-	// Text is what the prompt holds (the cut text, without the note).
-	Text string `json:"-"`
-}
+// Instruction is one discovered external instruction file (see
+// desk.Instruction, where the context view the doors show finds it).
+type Instruction = desk.Instruction
 
 // ReadInstructions finds and reads the instruction files of roots, in
 // order: for each root, AGENTS.md then CLAUDE.md. A file that does not

@@ -29,11 +29,9 @@ func (execCommand) Unavailable(env *Env) string {
 	return "no sandbox is available on this desk (install bubblewrap); commands run only in a full-access workspace"
 }
 
-// AbsentTool is an optional tool that is not declared, and why.
-type AbsentTool struct {
-	Name   string `json:"name"`
-	Reason string `json:"reason"`
-}
+// AbsentTool is an optional tool that is not declared, and why (see
+// desk.AbsentTool).
+type AbsentTool = desk.AbsentTool
 
 // Declared returns the tools declared to the model in env, sorted by name:
 // All without the optional tools that cannot work there.

@@ -1,4 +1,4 @@
-package httpapi
+package httpdoor
 
 import (
 	"log/slog"
