@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Black-box tests of the decisions a turn waits on, through the real
 // binary: `desk serve` in a child process, every command a child process
@@ -7,6 +7,7 @@ package main
 // plan card waits for a decision.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,25 +23,6 @@ import (
 	"github.com/desk-runtime/desk/client"
 )
 
-// binDesk is a running desk binary and the environment its CLI runs in.
-type binDesk struct {
-	t    *testing.T
-	home string
-	url  string
-	env  []string
-}
-
-func startBinDesk(t *testing.T, env ...string) *binDesk {
-	t.Helper()
-	home := filepath.Join(t.TempDir(), "home")
-	_, url, lines := startServe(t, home, env...)
-	go func() {
-		for range lines { // the server must never block on its log
-		}
-	}()
-	return &binDesk{t: t, home: home, url: url, env: cleanEnv("DESK_HOME=" + home)}
-}
-
 // proc is one desk command line running as a child process.
 type proc struct {
 	cmd      *exec.Cmd
@@ -49,11 +31,10 @@ type proc struct {
 	code     int
 }
 
-func (d *binDesk) start(args ...string) *proc {
+func (d *Desk) start(args ...string) *proc {
 	d.t.Helper()
 	p := &proc{done: make(chan struct{})}
-	p.cmd = exec.Command(os.Args[0], append([]string{"--server", d.url}, args...)...)
-	p.cmd.Env = d.env
+	p.cmd = deskCmd(context.Background(), d.Env, append([]string{"--server", d.URL}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.err
 	if err := p.cmd.Start(); err != nil {
 		d.t.Fatal(err)
@@ -107,7 +88,7 @@ func (p *proc) await(t *testing.T, re *regexp.Regexp) string {
 }
 
 // run runs a command to completion: stdout, stderr, exit status.
-func (d *binDesk) run(args ...string) (string, string, int) {
+func (d *Desk) run(args ...string) (string, string, int) {
 	d.t.Helper()
 	p := d.start(args...)
 	code := p.wait(d.t)
@@ -115,7 +96,7 @@ func (d *binDesk) run(args ...string) (string, string, int) {
 }
 
 // ok runs a command that must exit 0 and returns its stdout.
-func (d *binDesk) ok(args ...string) string {
+func (d *Desk) ok(args ...string) string {
 	d.t.Helper()
 	out, errOut, code := d.run(args...)
 	if code != 0 {
@@ -125,7 +106,7 @@ func (d *binDesk) ok(args ...string) string {
 }
 
 // fail runs a command that must exit with code and returns its stderr.
-func (d *binDesk) fail(code int, args ...string) string {
+func (d *Desk) fail(code int, args ...string) string {
 	d.t.Helper()
 	out, errOut, got := d.run(args...)
 	if got != code {
@@ -134,7 +115,7 @@ func (d *binDesk) fail(code int, args ...string) string {
 	return errOut
 }
 
-func (d *binDesk) json(v any, args ...string) {
+func (d *Desk) json(v any, args ...string) {
 	d.t.Helper()
 	out := d.ok(append([]string{"--json"}, args...)...)
 	if err := json.Unmarshal([]byte(out), v); err != nil {
@@ -144,7 +125,7 @@ func (d *binDesk) json(v any, args ...string) {
 
 // workspace creates a workspace; blocking makes its questions wait for an
 // answer.
-func (d *binDesk) workspace(name string, blocking bool) string {
+func (d *Desk) workspace(name string, blocking bool) string {
 	d.t.Helper()
 	var ws desk.Workspace
 	d.json(&ws, "workspace", "create", name)
@@ -169,7 +150,7 @@ func (d *binDesk) workspace(name string, blocking bool) string {
 }
 
 // scriptSession creates a script session whose script is the given steps.
-func (d *binDesk) scriptSession(ws string, steps ...string) string {
+func (d *Desk) scriptSession(ws string, steps ...string) string {
 	d.t.Helper()
 	f := filepath.Join(d.t.TempDir(), "script.json")
 	if err := os.WriteFile(f, []byte(`{"steps":[`+strings.Join(steps, ",")+`]}`), 0o644); err != nil {
@@ -203,7 +184,8 @@ var (
 // answer; desk approve lets it run and the turn goes on, desk deny refuses
 // it with the reason and the turn goes on too.
 func TestBinaryApproveDeny(t *testing.T) {
-	d := startBinDesk(t)
+	t.Parallel()
+	d := startDesk(t, deskOpts{})
 	ws := d.workspace("approvals", false)
 
 	ses := d.scriptSession(ws, execStep("echo approved-ran"), textStep("It ran."))
@@ -262,7 +244,8 @@ func TestBinaryApproveDeny(t *testing.T) {
 // and options, wrong answers are refused naming every wrong id, and desk
 // answer (an option label in any case) lets the turn go on.
 func TestBinaryAnswer(t *testing.T) {
-	d := startBinDesk(t)
+	t.Parallel()
+	d := startDesk(t, deskOpts{})
 	ws := d.workspace("questions", true)
 	ask := `{"tool_calls":[{"name":"request_user_input","arguments":{"questions":[
 		{"id":"colour","question":"Which colour?","options":[{"label":"Red","recommended":true},{"label":"Blue"}]},
@@ -316,7 +299,8 @@ func TestBinaryAnswer(t *testing.T) {
 // TestBinaryPlan: a plan card waits; approve carries it out, revise gets a
 // new card the send also reports, decline stops the turn.
 func TestBinaryPlan(t *testing.T) {
-	d := startBinDesk(t)
+	t.Parallel()
+	d := startDesk(t, deskOpts{})
 	ws := d.workspace("plans", false)
 
 	ses := d.scriptSession(ws, planStep("Tidy up", "list", "remove"), textStep("Tidied."))
@@ -370,7 +354,8 @@ func TestBinaryPlan(t *testing.T) {
 // waits for approval says it is queued, where, and what the turn ahead waits
 // on; once that is approved both turns stream to the end.
 func TestBinarySendQueuedBehindWaitingTurn(t *testing.T) {
-	d := startBinDesk(t)
+	t.Parallel()
+	d := startDesk(t, deskOpts{})
 	ws := d.workspace("queue", false)
 	ses := d.scriptSession(ws, execStep("echo first"), textStep("First done."), textStep("Second done."))
 	first := d.start("send", ses, "first")
@@ -400,7 +385,8 @@ func TestBinarySendQueuedBehindWaitingTurn(t *testing.T) {
 // a real case through the binary, and the table in the docs is the one the
 // code has.
 func TestBinaryExitStatuses(t *testing.T) {
-	d := startBinDesk(t, "DESK_MAX_ARTIFACT_BYTES=4096")
+	t.Parallel()
+	d := startDesk(t, deskOpts{Env: []string{"DESK_MAX_ARTIFACT_BYTES=4096"}})
 	ws := d.workspace("exits", false)
 	plain := d.scriptSession(ws, textStep("hi"))
 
