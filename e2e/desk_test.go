@@ -238,7 +238,7 @@ func startDesk(t *testing.T, opts deskOpts) *Desk {
 }
 
 // Pid is the server's process id.
-func (d *Desk) Pid() int { return d.Pid() }
+func (d *Desk) Pid() int { return d.cmd.Process.Pid }
 
 // Exit sends sig and waits for the process to exit, returning its exit
 // error (nil: a clean exit).
