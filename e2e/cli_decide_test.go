@@ -21,6 +21,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/client"
+	"github.com/desk-runtime/desk/internal/testwait"
 )
 
 // proc is one desk command line running as a child process.
@@ -69,22 +70,23 @@ func (p *proc) wait(t *testing.T) int {
 // (or the whole match).
 func (p *proc) await(t *testing.T, re *regexp.Regexp) string {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := re.FindStringSubmatch(p.err.String()); m != nil {
-			return m[len(m)-1]
-		}
+	var m []string
+	exited := false
+	if !testwait.Poll(90*time.Second, func() bool {
 		select {
 		case <-p.done:
-			if m := re.FindStringSubmatch(p.err.String()); m != nil {
-				return m[len(m)-1]
-			}
-			t.Fatalf("%v exited %d before %s\nstdout: %s\nstderr: %s", p.cmd.Args[3:], p.code, re, p.out.String(), p.err.String())
-		case <-time.After(50 * time.Millisecond):
+			exited = true
+		default:
 		}
+		m = re.FindStringSubmatch(p.err.String())
+		return m != nil || exited
+	}) {
+		t.Fatalf("%v: no %s on stderr in time\nstderr: %s", p.cmd.Args[3:], re, p.err.String())
 	}
-	t.Fatalf("%v: no %s on stderr in time\nstderr: %s", p.cmd.Args[3:], re, p.err.String())
-	return ""
+	if m == nil {
+		t.Fatalf("%v exited %d before %s\nstdout: %s\nstderr: %s", p.cmd.Args[3:], p.code, re, p.out.String(), p.err.String())
+	}
+	return m[len(m)-1]
 }
 
 // run runs a command to completion: stdout, stderr, exit status.

@@ -297,9 +297,6 @@ func (d *Desk) Again() *Desk {
 	return startDesk(d.t, d.opts)
 }
 
-// Exited is closed once the process has exited.
-func (d *Desk) Exited() <-chan struct{} { return d.done }
-
 // Log is what the server wrote to stderr (its log) so far; complete once
 // the process exited.
 func (d *Desk) Log() string { return d.stderr.tail(0) }

@@ -40,8 +40,7 @@ func TestCLISendQueueInterrupt(t *testing.T) {
 	c.json(&second, "send", "--no-wait", x.ID, "reply", "later")
 	// The first row may be claimed a moment after the answer (the
 	// dispatcher was still finishing the previous turn).
-	deadline := time.Now().Add(5 * time.Second)
-	for first.ExecutionID == "" {
+	testwait.Until(t, 5*time.Second, func() bool {
 		var items []desk.QueueItem
 		c.json(&items, "queue", "ls", x.ID)
 		for _, it := range items {
@@ -49,10 +48,8 @@ func TestCLISendQueueInterrupt(t *testing.T) {
 				first.ExecutionID = it.ExecutionID
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first row was never claimed")
-		}
-	}
+		return first.ExecutionID != ""
+	}, "the first row to be claimed")
 	if second.Item.Status != desk.QueueStatusQueued {
 		t.Fatalf("no-wait: %+v", second.Item)
 	}
