@@ -462,7 +462,7 @@ func TestBinaryExitStatuses(t *testing.T) {
 	}
 
 	// The documented table lists exactly these statuses.
-	doc, err := os.ReadFile("../../docs/troubleshooting.md")
+	doc, err := os.ReadFile("../docs/troubleshooting.md")
 	if err != nil {
 		t.Fatal(err)
 	}
