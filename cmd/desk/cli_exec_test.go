@@ -12,9 +12,11 @@ import (
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/internal/testwait"
 )
 
 func TestCLISendQueueInterrupt(t *testing.T) {
+	t.Parallel()
 	ex := apptest.NewExecutor()
 	c := newCLIWith(t, app.Config{Executor: ex, Execution: execution.Options{PollInterval: 20 * time.Millisecond}})
 	var ws desk.Workspace
@@ -38,8 +40,7 @@ func TestCLISendQueueInterrupt(t *testing.T) {
 	c.json(&second, "send", "--no-wait", x.ID, "reply", "later")
 	// The first row may be claimed a moment after the answer (the
 	// dispatcher was still finishing the previous turn).
-	deadline := time.Now().Add(5 * time.Second)
-	for first.ExecutionID == "" {
+	testwait.Until(t, 5*time.Second, func() bool {
 		var items []desk.QueueItem
 		c.json(&items, "queue", "ls", x.ID)
 		for _, it := range items {
@@ -47,10 +48,8 @@ func TestCLISendQueueInterrupt(t *testing.T) {
 				first.ExecutionID = it.ExecutionID
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first row was never claimed")
-		}
-	}
+		return first.ExecutionID != ""
+	}, "the first row to be claimed")
 	if second.Item.Status != desk.QueueStatusQueued {
 		t.Fatalf("no-wait: %+v", second.Item)
 	}
@@ -90,33 +89,26 @@ func TestCLISendQueueInterrupt(t *testing.T) {
 	root.SetOut(&buf)
 	root.SetArgs([]string{"--server", c.url, "--token", c.token, "events", "--session", x.ID, "--after", "0"})
 	go root.ExecuteContext(ctx)
-	for !strings.Contains(buf.String(), "execution.interrupted") {
-		if ctx.Err() != nil {
-			t.Fatalf("events never showed the interrupt: %q", buf.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testwait.Poll(5*time.Second, func() bool { return strings.Contains(buf.String(), "execution.interrupted") }) {
+		t.Fatalf("events never showed the interrupt: %q", buf.String())
 	}
 }
 
 func waitRunning(t *testing.T, c *cli, exe string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var x desk.Execution
+	var x desk.Execution
+	if !testwait.Poll(5*time.Second, func() bool {
 		c.json(&x, "exec", "show", exe)
-		if x.Phase == desk.PhaseRunning {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("execution %s is %s", exe, x.Phase)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return x.Phase == desk.PhaseRunning
+	}) {
+		t.Fatalf("execution %s is %s", exe, x.Phase)
 	}
 }
 
 // TestCLIScriptSession: the README's tour — a script session made from a
 // file, a send that streams the reply and names the tool call it settled.
 func TestCLIScriptSession(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	var ws desk.Workspace
 	c.json(&ws, "workspace", "create", "acme")

@@ -30,6 +30,7 @@ func newCLIWith(t *testing.T, cfg app.Config) *cli {
 }
 
 func TestCLIFiles(t *testing.T) {
+	t.Parallel()
 	c := newCLIWith(t, app.Config{ActorQuotaBytes: 1 << 20})
 	var ws desk.Workspace
 	c.json(&ws, "workspace", "create", "files")
@@ -117,6 +118,7 @@ func TestCLIFiles(t *testing.T) {
 }
 
 func TestCLIWorkspaceExportImport(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	var ws desk.Workspace
 	c.json(&ws, "workspace", "create", "moving")

@@ -11,6 +11,7 @@ import (
 // TestCLILifecycle: catalog, offboard, restore, purge and ask through the
 // CLI, with their refusals as exit statuses.
 func TestCLILifecycle(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	var ws desk.Workspace
 	if err := json.Unmarshal([]byte(c.ok("--json", "workspace", "create", "acme")), &ws); err != nil {

@@ -12,6 +12,7 @@ import (
 // desk mcp speaks MCP on stdin/stdout to a running desk, with the CLI's
 // --server and --token.
 func TestMCPStdio(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	adm, err := client.New(c.url, c.token)
 	if err != nil {

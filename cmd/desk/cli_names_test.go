@@ -10,6 +10,7 @@ import (
 // TestCLIDuplicateWorkspaceName: a taken name exits with the conflict
 // code and says how to force it; --allow-duplicate-name forces it.
 func TestCLIDuplicateWorkspaceName(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	var first, second desk.Workspace
 	c.json(&first, "workspace", "create", "acme")

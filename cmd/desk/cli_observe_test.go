@@ -11,9 +11,11 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/archive"
+	"github.com/desk-runtime/desk/internal/testwait"
 )
 
 func TestCLILogs(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.app.Logger.Warn("disk nearly full", "component", "gc", "free_bytes", 1024)
 	c.app.Logger.Info("routine tick", "component", "gc")
@@ -52,21 +54,23 @@ func TestCLILogs(t *testing.T) {
 	root.SetArgs([]string{"--server", c.url, "--token", c.token, "logs", "-f", "--source", "live"})
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		c.app.Logger.Error("followed entry", "component", "live")
-	}()
-	for !strings.Contains(buf.String(), "followed entry") {
-		if ctx.Err() != nil {
-			t.Fatalf("logs -f never printed the new entry: %q", buf.String())
+	// Nothing says when the command has subscribed: log an entry on each
+	// check until one is printed.
+	if !testwait.Poll(10*time.Second, func() bool {
+		if strings.Contains(buf.String(), "followed entry") {
+			return true
 		}
-		time.Sleep(50 * time.Millisecond)
+		c.app.Logger.Error("followed entry", "component", "live")
+		return false
+	}) {
+		t.Fatalf("logs -f never printed the new entry: %q", buf.String())
 	}
 	cancel()
 	<-done
 }
 
 func TestCLIArchive(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	var ws desk.Workspace
 	c.json(&ws, "workspace", "create", "acme")

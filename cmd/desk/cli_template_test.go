@@ -23,6 +23,7 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 }
 
 func TestCLITemplateAddListUpgrade(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	v1, v2 := t.TempDir(), t.TempDir()
 	writeTree(t, v1, map[string]string{"README.md": "one\n", "AGENTS.md": "rules\n", "src/x.go": "package x\n", ".git/HEAD": "not a template file\n"})
@@ -77,6 +78,7 @@ func TestCLITemplateAddListUpgrade(t *testing.T) {
 }
 
 func TestCLIWorkspaceAbsorb(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	var target, source desk.Workspace
 	c.json(&target, "workspace", "create", "target")

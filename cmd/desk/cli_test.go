@@ -97,6 +97,7 @@ func (c *cli) fail(wantCode int, args ...string) result {
 }
 
 func TestCLIWorkspacesActorsSessions(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 
 	var ws desk.Workspace
@@ -223,6 +224,7 @@ func TestCLIWorkspacesActorsSessions(t *testing.T) {
 }
 
 func TestCLIExitCodes(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	var ws desk.Workspace
 	c.json(&ws, "workspace", "create", "w")
@@ -273,6 +275,7 @@ func randomFile(t *testing.T, dir, name string, size int) []byte {
 	return b
 }
 
+// Not parallel: it changes the working directory (t.Chdir).
 func TestCLIArtifactRoundTrip(t *testing.T) {
 	c := newCLI(t)
 	var ws desk.Workspace
@@ -400,6 +403,7 @@ func TestCLIArtifactRoundTrip(t *testing.T) {
 }
 
 func TestCLIGroupsGuestAdmin(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	var ws desk.Workspace
 	c.json(&ws, "workspace", "create", "w")
@@ -484,6 +488,7 @@ func TestCLIGroupsGuestAdmin(t *testing.T) {
 }
 
 func TestPrintJSON(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	if err := printJSON(&b, map[string]string{"a": "<b>"}); err != nil {
 		t.Fatal(err)
@@ -494,6 +499,7 @@ func TestPrintJSON(t *testing.T) {
 }
 
 func TestProgressDecision(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer // not a terminal
 	big, small := int64(progressThreshold+1), int64(progressThreshold)
 	for _, tc := range []struct {

@@ -9,12 +9,14 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/client"
+	"github.com/desk-runtime/desk/internal/testwait"
 )
 
 // TestCLIUsageAndBudget: desk usage prints what a session's model calls
 // reported (table and --json), desk usage --workspace the workspace's sum
 // and budget, and desk workspace budget sets it (a negative one is refused).
 func TestCLIUsageAndBudget(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	var ws desk.Workspace
 	c.json(&ws, "workspace", "create", "team")
@@ -30,9 +32,7 @@ func TestCLIUsageAndBudget(t *testing.T) {
 	}
 	c.ok("send", x.ID, "hi")
 	var u desk.SessionUsage
-	for deadline := time.Now().Add(30 * time.Second); u.Total.Calls == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		c.json(&u, "usage", x.ID)
-	}
+	testwait.Poll(30*time.Second, func() bool { c.json(&u, "usage", x.ID); return u.Total.Calls != 0 })
 	want := desk.UsageTotals{Calls: 1, InputTokens: 321, OutputTokens: 12, CachedTokens: 300, TotalTokens: 333}
 	if u.Total != want || len(u.Models) != 1 || u.Models[0].Model != "script" {
 		t.Fatalf("usage --json = %+v", u)

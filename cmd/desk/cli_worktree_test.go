@@ -15,6 +15,7 @@ import (
 // worktree of the checkout and back, and says where the session stands;
 // a plain checkout is a conflict.
 func TestCLIWorktree(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	var ws desk.Workspace
 	c.json(&ws, "workspace", "create", "wt")

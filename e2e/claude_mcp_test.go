@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // The real Claude Code as an MCP host of desk: `claude -p` with desk's
 // MCP server in --mcp-config (streamable HTTP at /mcp with the admin
@@ -22,6 +22,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/internal/modeltest/strict"
 	"github.com/desk-runtime/desk/internal/npmbin"
+	"github.com/desk-runtime/desk/internal/testwait"
 )
 
 func claudeBinary(t *testing.T) string {
@@ -60,20 +61,21 @@ func claudeEnv(t *testing.T, base string) []string {
 // (the bearer token in the config's headers) and stdio (`desk mcp`, which
 // Claude Code starts, with DESK_SERVER and DESK_TOKEN).
 func TestClaudeCodeAsMCPHost(t *testing.T) {
+	t.Parallel()
 	bin := claudeBinary(t)
 	// The desk session has a model of its own (a second strict server),
 	// so a message sent to it is taken and answered like any other.
 	deskModel := strict.NewAnthropic(t)
 	deskModel.Respond(func(strict.Request) strict.Reply { return strict.Reply{Text: "received"} })
-	d := startModelDesk(t, deskModel, "DESK_MODEL=anthropic:claude-sonnet-4-5", "ANTHROPIC_BASE_URL="+deskModel.BaseURL(),
+	d := newModelDesk(t, deskModel, "DESK_MODEL=anthropic:claude-sonnet-4-5", "ANTHROPIC_BASE_URL="+deskModel.BaseURL(),
 		"ANTHROPIC_API_KEY=sk-ant-dummy-key-for-tests")
 	for _, door := range []string{"http", "stdio"} {
 		t.Run(door, func(t *testing.T) {
 			server := map[string]any{"type": "http", "url": d.c.BaseURL + "/mcp",
 				"headers": map[string]string{"Authorization": "Bearer " + d.c.Token}}
 			if door == "stdio" {
-				server = map[string]any{"type": "stdio", "command": os.Args[0], "args": []string{"mcp"},
-					"env": map[string]string{"DESK_TEST_AS_MAIN": "1", "DESK_SERVER": d.c.BaseURL, "DESK_TOKEN": d.c.Token}}
+				server = map[string]any{"type": "stdio", "command": deskBin, "args": []string{"mcp"},
+					"env": map[string]string{"DESK_SERVER": d.c.BaseURL, "DESK_TOKEN": d.c.Token}}
 			}
 			claudeSends(t, bin, d, server, "hello from Claude Code over MCP ("+door+")")
 		})
@@ -156,20 +158,17 @@ func claudeSends(t *testing.T, bin string, d *modelDesk, server map[string]any, 
 
 	// The message arrived in the desk session (a message once the session
 	// takes it; the desk's own model answers it).
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var msgs struct{ Messages []desk.Message }
+	var msgs struct{ Messages []desk.Message }
+	arrived := testwait.Poll(60*time.Second, func() bool {
 		d.c.Must(t, 200, "GET", "/v1/sessions/"+d.ses.ID+"/messages?limit=100", nil, &msgs)
-		arrived := false
 		for _, m := range msgs.Messages {
-			arrived = arrived || (m.Role == desk.RoleUser && m.Text == sent)
+			if m.Role == desk.RoleUser && m.Text == sent {
+				return true
+			}
 		}
-		if arrived {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the desk session has no user message %q: %+v\ntool result: %s", sent, msgs.Messages, result)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return false
+	})
+	if !arrived {
+		t.Fatalf("the desk session has no user message %q: %+v\ntool result: %s", sent, msgs.Messages, result)
 	}
 }

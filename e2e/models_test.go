@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -23,11 +21,12 @@ import (
 // did not declare (a URL of the caller's choosing) are refused, naming
 // the declared models; nothing is created and the URL receives nothing.
 func TestUndeclaredModelRefusedByCLIAndACP(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	trap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer trap.Close()
 	undeclared := "openai-compatible:" + trap.URL + "/v1#m"
-	d := startBinDesk(t, "DESK_MODELS=openai:gpt-4.1, anthropic:claude-sonnet-4-5", "OPENAI_COMPATIBLE_API_KEY=sk-test-0123456789abcdefghij")
+	d := startDesk(t, deskOpts{Env: []string{"DESK_MODELS=openai:gpt-4.1, anthropic:claude-sonnet-4-5", "OPENAI_COMPATIBLE_API_KEY=sk-test-0123456789abcdefghij"}})
 	ws := d.workspace("models", false)
 
 	errOut := d.fail(exitInvalid, "session", "create", ws, "--model", undeclared)
@@ -36,8 +35,7 @@ func TestUndeclaredModelRefusedByCLIAndACP(t *testing.T) {
 	}
 
 	// desk acp: session/new is refused with the same words.
-	cmd := exec.Command(os.Args[0], "--server", d.url, "acp", "--workspace", "models", "--model", undeclared)
-	cmd.Env = d.env
+	cmd := deskCmd(t.Context(), d.Env, "--server", d.URL, "acp", "--workspace", "models", "--model", undeclared)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -74,7 +72,7 @@ func TestUndeclaredModelRefusedByCLIAndACP(t *testing.T) {
 	}
 	stdin.Close()
 
-	adm, err := client.New(d.url, readToken(t, d.home))
+	adm, err := client.New(d.URL, readToken(t, d.Home))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,11 +88,11 @@ func TestUndeclaredModelRefusedByCLIAndACP(t *testing.T) {
 // TestServeRefusesBadModelList: a DESK_MODELS entry that does not parse
 // stops desk serve at startup, naming the entry.
 func TestServeRefusesBadModelList(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "serve", "--addr", "127.0.0.1:0")
-	cmd.Env = cleanEnv("DESK_HOME="+home, "DESK_MODELS=openai:gpt-4.1,openai-compatible:ftp://models.internal/v1#m")
+	cmd := deskCmd(ctx, cleanEnv("DESK_HOME="+home, "DESK_MODELS=openai:gpt-4.1,openai-compatible:ftp://models.internal/v1#m"), "serve", "--addr", "127.0.0.1:0")
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
 		t.Fatalf("desk serve ran with a bad DESK_MODELS: %s", out)

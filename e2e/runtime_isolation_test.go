@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Runtime children see their session only (issue 23): the real desk
 // binary, real bubblewrap, and children that are real processes in the
@@ -58,19 +58,20 @@ func markerProcs(marker string) []hostProc {
 }
 
 func TestRuntimeIsolation(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("bubblewrap (bwrap) is not installed: runtime children run only in its sandbox here")
 	}
 	home := filepath.Join(t.TempDir(), "home")
-	d := startLoggedDesk(t, home)
-	admin := api{t: t, url: d.url, token: d.token}
+	d := startDesk(t, deskOpts{Home: home, Token: restartToken})
+	admin := api{t: t, url: d.URL, token: d.Token}
 	var ws desk.Workspace
 	admin.must(201, "POST", "/v1/workspaces", map[string]string{"name": "isolation"}, &ws)
 	var bot struct {
 		Token string `json:"token"`
 	}
 	admin.must(201, "POST", "/v1/workspaces/"+ws.ID+"/actors", map[string]string{"name": "other", "kind": desk.ActorAgent}, &bot)
-	other := api{t: t, url: d.url, token: bot.Token}
+	other := api{t: t, url: d.URL, token: bot.Token}
 
 	// A runtime's marker is its children's $0, on their command lines.
 	marker := func(runtime string) string { return "desk-probe-" + runtime + "-" + ws.ID }
@@ -209,10 +210,11 @@ func TestRuntimeIsolation(t *testing.T) {
 // is refused over HTTP with 400 naming the overlap, however its path is
 // spelled; nothing is stored.
 func TestRuntimeInstallOverlappingDeskHome(t *testing.T) {
+	t.Parallel()
 	user := t.TempDir() // a user's ~, with DESK_HOME in it
 	home := filepath.Join(user, ".desk")
-	d := startLoggedDesk(t, home)
-	admin := api{t: t, url: d.url, token: d.token}
+	d := startDesk(t, deskOpts{Home: home, Token: restartToken})
+	admin := api{t: t, url: d.URL, token: d.Token}
 	write := func(p string) string {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)

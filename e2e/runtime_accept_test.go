@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // The acceptance of external agent runtimes (issue 14), black-box and the
 // same for each of the three protocols: the real desk binary, the real
@@ -14,11 +14,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/internal/testwait"
 	"github.com/desk-runtime/desk/layout"
 )
 
@@ -46,6 +46,7 @@ const (
 )
 
 func TestRuntimeAcceptance(t *testing.T) {
+	t.Parallel()
 	for _, pc := range protocolCases {
 		t.Run(pc.name, func(t *testing.T) { runtimeAcceptance(t, pc) })
 	}
@@ -95,8 +96,8 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 	outer := t
 	home := filepath.Join(t.TempDir(), "home")
 	env := append([]string{"OPENAI_API_KEY=", "OPENAI_BASE_URL=", "ANTHROPIC_API_KEY=", "ANTHROPIC_BASE_URL="}, deskEnv...)
-	d := startLoggedDesk(t, home, env...)
-	admin := api{t: t, url: d.url, token: d.token}
+	d := startDesk(t, deskOpts{Home: home, Token: restartToken, Env: env})
+	admin := api{t: t, url: d.URL, token: d.Token}
 
 	var ws desk.Workspace
 	admin.must(201, "POST", "/v1/workspaces", map[string]string{"name": "runtimes"}, &ws)
@@ -167,14 +168,14 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 		admin := admin.on(t)
 		exe := admin.send(ses.ID, turnApprove)
 		var ap desk.Approval
-		waitFor(t, 3*time.Minute, "a pending approval", func() bool {
+		testwait.Until(t, 3*time.Minute, func() bool {
 			var out struct{ Approvals []desk.Approval }
 			admin.must(200, "GET", "/v1/sessions/"+ses.ID+"/approvals?pending=true", nil, &out)
 			if len(out.Approvals) > 0 {
 				ap = out.Approvals[0]
 			}
 			return ap.ID != "" || terminal(admin.execution(exe))
-		})
+		}, "a pending approval")
 		if ap.ID == "" {
 			t.Fatalf("the turn ended without asking: %+v", admin.execution(exe))
 		}
@@ -235,7 +236,7 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 		// From the host: every process under desk (the bridge, the
 		// runtime and its helpers).
 		var creds int
-		for _, p := range descendants(d.cmd.Process.Pid) {
+		for _, p := range descendants(d.Pid()) {
 			env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.pid), "environ"))
 			if err != nil {
 				continue
@@ -255,7 +256,7 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 		var res desk.SubmitResult
 		admin.must(202, "POST", "/v1/sessions/"+ses.ID+"/messages", map[string]string{"text": turnBudget}, &res)
 		var blk desk.Block
-		waitFor(t, time.Minute, "a budget block", func() bool {
+		testwait.Until(t, time.Minute, func() bool {
 			var out struct{ Blocks []desk.Block }
 			admin.must(200, "GET", "/v1/sessions/"+ses.ID+"/blocks", nil, &out)
 			for _, b := range out.Blocks {
@@ -264,7 +265,7 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 				}
 			}
 			return blk.ID != ""
-		})
+		}, "a budget block")
 		if blk.Budget != used-1 || blk.Used != used {
 			t.Fatalf("budget block %+v, want budget %d used %d", blk, used-1, used)
 		}
@@ -286,9 +287,9 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 		exe := admin.send(ses.ID, turnInterrupt)
 		m.awaitRequest(t, "HOLD-INTERRUPT")
 		admin.phase(exe, desk.PhaseRunning)
-		kids := descendants(d.cmd.Process.Pid)
+		kids := descendants(d.Pid())
 		if len(kids) == 0 {
-			t.Fatalf("desk (pid %d) has no child process while the runtime's turn runs", d.cmd.Process.Pid)
+			t.Fatalf("desk (pid %d) has no child process while the runtime's turn runs", d.Pid())
 		}
 		at := time.Now()
 		var res desk.InterruptResult
@@ -307,7 +308,7 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 		}
 		// The protocol's cancel stopped the turn: desk did not have to
 		// kill the child's process tree after the grace.
-		if strings.Contains(d.log(), "killing its process tree") {
+		if strings.Contains(d.Log(), "killing its process tree") {
 			t.Fatal("the runtime did not stop its turn on the protocol's cancel; desk killed it")
 		}
 	})
@@ -323,10 +324,8 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 		if res.ExecutionID != "" || res.Item.Status != desk.QueueStatusQueued {
 			t.Fatalf("the follow-up did not wait: %+v %+v", res, res.Item)
 		}
-		time.Sleep(time.Second) // it must not reach the runtime while the first runs
-		if n := len(m.asking("QUEUE-SECOND")); n != 0 {
-			t.Fatal("the follow-up reached the model while the first turn ran")
-		}
+		testwait.Never(t, time.Second, func() bool { return len(m.asking("QUEUE-SECOND")) != 0 },
+			"the follow-up reached the model while the first turn ran")
 		close(queueGate)
 		x1 := admin.settled(first)
 		ended(t, x1)
@@ -351,14 +350,14 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 		held := admin.send(ses.ID, turnCrash)
 		m.awaitRequest(t, "HOLD-CRASH")
 		admin.phase(held, desk.PhaseRunning)
-		kids := descendants(d.cmd.Process.Pid)
+		kids := descendants(d.Pid())
 		if len(kids) == 0 {
 			t.Fatal("desk has no child process while the runtime's turn runs")
 		}
-		d.stop(syscall.SIGKILL)
-		waitFor(t, 20*time.Second, "the runtime's processes end with desk", func() bool { return len(stillAlive(kids)) == 0 })
-		d = startLoggedDesk(outer, home, env...) // outlives the subtest
-		admin = api{t: t, url: d.url, token: d.token}
+		d.Kill()
+		testwait.Until(t, 20*time.Second, func() bool { return len(stillAlive(kids)) == 0 }, "the runtime's processes end with desk")
+		d = startDesk(outer, deskOpts{Home: home, Token: restartToken, Env: env}) // outlives the subtest
+		admin = api{t: t, url: d.URL, token: d.Token}
 		if x := admin.settled(held); x.Phase != desk.PhaseInterrupted || countEvents(x, "execution.interrupted") != 1 {
 			t.Fatalf("the turn desk died in: %s (%s), events %s", x.Phase, x.Reason, eventTypes(x))
 		}
@@ -373,7 +372,7 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 			t.Fatalf("reply %q", r)
 		}
 	})
-	admin.url = d.url
+	admin.url = d.URL
 
 	// The archive holds every turn: its inbound message, and its
 	// outbound reply (or how it ended when it did not complete).
@@ -435,7 +434,7 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 	// model was never asked; the session keeps its native id).
 	t.Run("cannot-load", func(t *testing.T) {
 		admin := admin.on(t)
-		d.stop(syscall.SIGTERM)
+		d.Stop()
 		state := filepath.Join(home, "workspaces", ws.ID, layout.RuntimeStateRel(ses.ID))
 		if _, err := os.Stat(state); err != nil {
 			t.Fatalf("the runtime's state directory: %v", err)
@@ -443,8 +442,8 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 		if err := os.RemoveAll(state); err != nil {
 			t.Fatal(err)
 		}
-		d = startLoggedDesk(outer, home, env...) // outlives the subtest
-		admin.url = d.url
+		d = startDesk(outer, deskOpts{Home: home, Token: restartToken, Env: env}) // outlives the subtest
+		admin.url = d.URL
 		x := admin.settled(admin.send(ses.ID, turnLost))
 		t.Logf("cannot load: %s", x.Reason)
 		if x.Phase != desk.PhaseFailed || !strings.Contains(x.Reason, "cannot reopen") || !strings.Contains(x.Reason, native) ||
@@ -457,7 +456,7 @@ func runtimeAcceptance(t *testing.T, pc protocolCase) {
 		if got := admin.session(ses.ID).NativeID; got != native {
 			t.Fatalf("native id %s → %s", native, got)
 		}
-		noChildren(t, d.cmd.Process.Pid, "after the turn that could not reopen")
+		noChildren(t, d.Pid(), "after the turn that could not reopen")
 	})
 }
 
@@ -478,6 +477,7 @@ func spanOutput(a api, ses, exe string) string {
 // runtime's turn fails within 30 s naming why, and never hangs, however
 // long the runtime itself would retry.
 func TestRuntimeGatewayUpstreamDown(t *testing.T) {
+	t.Parallel()
 	for _, pc := range protocolCases {
 		if pc.protocol == "acp" {
 			continue
@@ -499,8 +499,8 @@ func TestRuntimeGatewayUpstreamDown(t *testing.T) {
 				}
 				env = append(env, kv)
 			}
-			d := startLoggedDesk(t, filepath.Join(t.TempDir(), "home"), env...)
-			admin := api{t: t, url: d.url, token: d.token}
+			d := startDesk(t, deskOpts{Token: restartToken, Env: env})
+			admin := api{t: t, url: d.URL, token: d.Token}
 			var ws desk.Workspace
 			admin.must(201, "POST", "/v1/workspaces", map[string]string{"name": "down"}, &ws)
 			admin.must(200, "PATCH", "/v1/workspaces/"+ws.ID+"/agent", map[string]any{"approval_mode": desk.ApprovalModeUser}, nil)
@@ -529,6 +529,7 @@ func TestRuntimeGatewayUpstreamDown(t *testing.T) {
 // the turn fails naming the model and what is offered, the real runtime
 // showing the provider-shaped 400 as the provider's own answer.
 func TestRuntimeGatewayRefusesUndeclaredModel(t *testing.T) {
+	t.Parallel()
 	for _, pc := range protocolCases {
 		if pc.protocol == "acp" {
 			continue
@@ -544,8 +545,8 @@ func TestRuntimeGatewayRefusesUndeclaredModel(t *testing.T) {
 				}
 				env = append(env, kv)
 			}
-			d := startLoggedDesk(t, filepath.Join(t.TempDir(), "home"), env...)
-			admin := api{t: t, url: d.url, token: d.token}
+			d := startDesk(t, deskOpts{Token: restartToken, Env: env})
+			admin := api{t: t, url: d.URL, token: d.Token}
 			var ws desk.Workspace
 			admin.must(201, "POST", "/v1/workspaces", map[string]string{"name": "undeclared"}, &ws)
 			admin.must(201, "POST", "/v1/runtimes", map[string]any{"name": "rt", "protocol": pc.protocol, "argv": argv, "env": envNames}, nil)
@@ -593,7 +594,7 @@ func lastReply(a api, ses string) string {
 // failingChild registers a runtime of protocol whose child runs script
 // in sh, and checks that a turn on it fails naming want and leaves no
 // process behind.
-func failingChild(t *testing.T, admin api, d *loggedDesk, ws, protocol, kind, script, want string) {
+func failingChild(t *testing.T, admin api, d *Desk, ws, protocol, kind, script, want string) {
 	admin.t = t
 	name := protocol + "-" + kind
 	admin.must(201, "POST", "/v1/runtimes", map[string]any{"name": name, "protocol": protocol, "argv": []string{"/bin/sh", "-c", script}}, nil)
@@ -604,7 +605,7 @@ func failingChild(t *testing.T, admin api, d *loggedDesk, ws, protocol, kind, sc
 		t.Fatalf("execution %s (%q), want failed naming %q", x.Phase, x.Reason, want)
 	}
 	t.Logf("%s: %s", kind, x.Reason)
-	noChildren(t, d.cmd.Process.Pid, "after the failed turn")
+	noChildren(t, d.Pid(), "after the failed turn")
 	if s := admin.session(ses.ID); s.NativeID != "" {
 		t.Fatalf("native id %q recorded from a broken child", s.NativeID)
 	}

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/internal/modeltest/strict"
+	"github.com/desk-runtime/desk/internal/testwait"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/sandbox"
 	"github.com/desk-runtime/desk/store/postgres/pgtest"
@@ -150,55 +150,20 @@ func asking(calls ...chatCall) func(req chatRequest) chatAnswer {
 	}
 }
 
-// deskProc is one desk serve process on a DESK_HOME.
-type deskProc struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	url   string
-	token string
-}
-
+// restartToken is the admin token of the desks these tests restart, the
+// same across restarts.
 const restartToken = "restart-admin-token"
 
-func startDesk(t *testing.T, home string, env ...string) *deskProc {
-	t.Helper()
-	cmd, url, lines := startServe(t, home, append([]string{"DESK_ADMIN_TOKEN=" + restartToken}, env...)...)
-	go func() {
-		for range lines {
-		}
-	}()
-	return &deskProc{t: t, cmd: cmd, url: url, token: restartToken}
-}
-
-// stop ends the process with sig (SIGTERM: a clean stop; SIGKILL: a
-// crash) and waits for it.
-func (d *deskProc) stop(sig syscall.Signal) {
-	d.t.Helper()
-	if err := d.cmd.Process.Signal(sig); err != nil {
-		d.t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- d.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if sig == syscall.SIGTERM && err != nil {
-			d.t.Fatalf("desk did not exit cleanly on SIGTERM: %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		d.t.Fatal("desk did not exit")
-	}
-}
-
 // call makes an API request and decodes the answer into out (if not nil).
-func (d *deskProc) call(method, path string, body, out any) int {
+func (d *Desk) call(method, path string, body, out any) int {
 	d.t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequest(method, d.url+path, rd)
-	req.Header.Set("Authorization", "Bearer "+d.token)
+	req, _ := http.NewRequest(method, d.URL+path, rd)
+	req.Header.Set("Authorization", "Bearer "+d.Token)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -220,10 +185,10 @@ func (d *deskProc) call(method, path string, body, out any) int {
 }
 
 // webPage fetches a page of the web UI, signed in with the admin token.
-func (d *deskProc) webPage(path string) string {
+func (d *Desk) webPage(path string) string {
 	d.t.Helper()
-	req, _ := http.NewRequest("GET", d.url+path, nil)
-	req.AddCookie(webSignIn(d.t, d.url, d.token))
+	req, _ := http.NewRequest("GET", d.URL+path, nil)
+	req.AddCookie(webSignIn(d.t, d.URL, d.Token))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		d.t.Fatal(err)
@@ -236,13 +201,13 @@ func (d *deskProc) webPage(path string) string {
 	return string(b)
 }
 
-func (d *deskProc) execution(id string) *desk.Execution {
+func (d *Desk) execution(id string) *desk.Execution {
 	var x desk.Execution
 	d.call("GET", "/v1/executions/"+id, nil, &x)
 	return &x
 }
 
-func (d *deskProc) commands(ses string) []*desk.Command {
+func (d *Desk) commands(ses string) []*desk.Command {
 	var v struct{ Messages []*desk.Message }
 	d.call("GET", "/v1/sessions/"+ses+"/messages", nil, &v)
 	var out []*desk.Command
@@ -256,25 +221,14 @@ func (d *deskProc) commands(ses string) []*desk.Command {
 // machine may be loaded.
 const restartWait = 90 * time.Second
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(restartWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // settled waits for the execution to settle.
-func (d *deskProc) settled(id string) *desk.Execution {
+func (d *Desk) settled(id string) *desk.Execution {
 	d.t.Helper()
 	var x *desk.Execution
-	waitUntil(d.t, "execution "+id+" to settle", func() bool {
+	testwait.Until(d.t, restartWait, func() bool {
 		x = d.execution(id)
 		return x.Terminal()
-	})
+	}, "execution "+id+" to settle")
 	return x
 }
 
@@ -289,7 +243,7 @@ type restartWorld struct {
 	ses   desk.Session
 }
 
-func newRestartWorld(t *testing.T, model *chatModel, settings map[string]any, env ...string) (*restartWorld, *deskProc) {
+func newRestartWorld(t *testing.T, model *chatModel, settings map[string]any, env ...string) (*restartWorld, *Desk) {
 	t.Helper()
 	w := &restartWorld{t: t, home: t.TempDir(), model: model, env: append([]string{"DESK_MODEL=" + model.spec(), "OPENAI_COMPATIBLE_API_KEY=test-key"}, env...)}
 	d := w.start()
@@ -299,9 +253,11 @@ func newRestartWorld(t *testing.T, model *chatModel, settings map[string]any, en
 	return w, d
 }
 
-func (w *restartWorld) start() *deskProc { return startDesk(w.t, w.home, w.env...) }
+func (w *restartWorld) start() *Desk {
+	return startDesk(w.t, deskOpts{Home: w.home, Token: restartToken, Env: w.env})
+}
 
-func (w *restartWorld) send(d *deskProc, text string) string {
+func (w *restartWorld) send(d *Desk, text string) string {
 	w.t.Helper()
 	var res desk.SubmitResult
 	d.call("POST", "/v1/sessions/"+w.ses.ID+"/messages", map[string]string{"text": text}, &res)
@@ -312,7 +268,7 @@ func (w *restartWorld) send(d *deskProc, text string) string {
 }
 
 // item is the session's queue row id.
-func (w *restartWorld) item(d *deskProc, id string) *desk.QueueItem {
+func (w *restartWorld) item(d *Desk, id string) *desk.QueueItem {
 	w.t.Helper()
 	var v struct{ Items []*desk.QueueItem }
 	d.call("GET", "/v1/sessions/"+w.ses.ID+"/queue?all=true", nil, &v)
@@ -326,13 +282,13 @@ func (w *restartWorld) item(d *deskProc, id string) *desk.QueueItem {
 }
 
 // executionOf waits for the queue row's execution.
-func (w *restartWorld) executionOf(d *deskProc, item string) string {
+func (w *restartWorld) executionOf(d *Desk, item string) string {
 	w.t.Helper()
 	var id string
-	waitUntil(w.t, "row "+item+" to be taken", func() bool {
+	testwait.Until(w.t, restartWait, func() bool {
 		id = w.item(d, item).ExecutionID
 		return id != ""
-	})
+	}, "row "+item+" to be taken")
 	return id
 }
 
@@ -344,15 +300,14 @@ var signals = []struct {
 // checkWaiting checks, after the restart, that the execution is the same
 // one, still running (the phase a live wait shows), with the command
 // waiting on a person as the API and the CLI show it.
-func checkWaiting(t *testing.T, d *deskProc, exe string) {
+func checkWaiting(t *testing.T, d *Desk, exe string) {
 	t.Helper()
 	x := d.execution(exe)
 	if x.Phase != desk.PhaseRunning {
 		t.Fatalf("execution after the restart: %s (%s), want running", x.Phase, x.Reason)
 	}
-	c := &cli{t: t, url: d.url, token: d.token}
 	var shown desk.Execution
-	c.json(&shown, "exec", "show", exe)
+	d.json(&shown, "exec", "show", exe)
 	if shown.Phase != desk.PhaseRunning || shown.ID != exe {
 		t.Fatalf("desk exec show after the restart: %+v", shown)
 	}
@@ -372,6 +327,7 @@ func checkWaiting(t *testing.T, d *deskProc, exe string) {
 // completes, with two model requests in all (the asking step is not sent
 // again). A follow-up sent while it waits queues behind it.
 func TestRestartApprovalWait(t *testing.T) {
+	t.Parallel()
 	if _, err := sandbox.Detect(); err != nil {
 		t.Skipf("no working sandbox here: %v", err)
 	}
@@ -382,6 +338,7 @@ func TestRestartApprovalWait(t *testing.T) {
 
 // TestRestartApprovalWaitPostgres is the kill -9 case on Postgres.
 func TestRestartApprovalWaitPostgres(t *testing.T) {
+	t.Parallel()
 	if _, err := sandbox.Detect(); err != nil {
 		t.Skipf("no working sandbox here: %v", err)
 	}
@@ -398,12 +355,12 @@ func approvalRestart(t *testing.T, sig syscall.Signal, env ...string) {
 	w, d := newRestartWorld(t, model, map[string]any{"approval_mode": "user"}, env...)
 	exe := w.executionOf(d, w.send(d, "run the command"))
 	var pend struct{ Approvals []*desk.Approval }
-	waitUntil(t, "the approval request", func() bool {
+	testwait.Until(t, restartWait, func() bool {
 		d.call("GET", "/v1/sessions/"+w.ses.ID+"/approvals?pending=true", nil, &pend)
 		return len(pend.Approvals) == 1
-	})
+	}, "the approval request")
 	ap := pend.Approvals[0]
-	d.stop(sig)
+	d.End(sig)
 
 	d = w.start()
 	checkWaiting(t, d, exe)
@@ -422,10 +379,8 @@ func approvalRestart(t *testing.T, sig syscall.Signal, env ...string) {
 	// One execution per surface: a follow-up queues behind the
 	// waiting turn.
 	follow := w.send(d, "a follow-up")
-	time.Sleep(time.Second)
-	if it := w.item(d, follow); it.Status != desk.QueueStatusQueued {
-		t.Fatalf("the follow-up while the turn waits: %s", it.Status)
-	}
+	testwait.Never(t, time.Second, func() bool { return w.item(d, follow).Status != desk.QueueStatusQueued },
+		"the follow-up left the queue while the turn waits")
 
 	d.call("POST", "/v1/approvals/"+ap.ID, map[string]string{"decision": "approve"}, nil)
 	x := d.settled(exe)
@@ -447,7 +402,7 @@ func approvalRestart(t *testing.T, sig syscall.Signal, env ...string) {
 	if res, ok := reqs[1].toolResult("call_approve"); !ok || !strings.Contains(res, "approved-after-restart") {
 		t.Fatalf("the second request's tool result: %q", res)
 	}
-	d.stop(syscall.SIGTERM)
+	d.Stop()
 }
 
 // TestRestartInputWait: a blocking request_user_input survives SIGTERM and
@@ -455,6 +410,7 @@ func approvalRestart(t *testing.T, sig syscall.Signal, env ...string) {
 // step after the one that asked, which is not sent again. Its deadline is
 // the one set before the restart.
 func TestRestartInputWait(t *testing.T) {
+	t.Parallel()
 	question := map[string]any{"questions": []map[string]any{{"id": "color", "question": "Which color?",
 		"options": []map[string]any{{"label": "red", "recommended": true}, {"label": "blue"}}}}}
 	for _, s := range signals {
@@ -466,7 +422,7 @@ func TestRestartInputWait(t *testing.T) {
 			if r.Deadline == nil || r.Deadline.Before(time.Now().Add(9*time.Minute)) {
 				t.Fatalf("deadline of a blocking request: %v", r.Deadline)
 			}
-			d.stop(s.sig)
+			d.End(s.sig)
 
 			d = w.start()
 			checkWaiting(t, d, exe)
@@ -488,13 +444,13 @@ func TestRestartInputWait(t *testing.T) {
 			if res, _ := reqs[1].toolResult("call_ask"); !strings.Contains(res, `"blue"`) || !strings.Contains(res, `"defaulted":false`) {
 				t.Fatalf("the answer the model got: %q", res)
 			}
-			d.stop(syscall.SIGTERM)
+			d.Stop()
 		})
 	}
 }
 
 // inputRequests lists the session's input requests.
-func inputRequests(w *restartWorld, d *deskProc) []*desk.InputRequest {
+func inputRequests(w *restartWorld, d *Desk) []*desk.InputRequest {
 	var rs struct {
 		InputRequests []*desk.InputRequest `json:"input_requests"`
 	}
@@ -503,13 +459,13 @@ func inputRequests(w *restartWorld, d *deskProc) []*desk.InputRequest {
 }
 
 // waitQuestion waits for the session's one input request.
-func waitQuestion(t *testing.T, w *restartWorld, d *deskProc) *desk.InputRequest {
+func waitQuestion(t *testing.T, w *restartWorld, d *Desk) *desk.InputRequest {
 	t.Helper()
 	var rs []*desk.InputRequest
-	waitUntil(t, "the question", func() bool {
+	testwait.Until(t, restartWait, func() bool {
 		rs = inputRequests(w, d)
 		return len(rs) == 1
-	})
+	}, "the question")
 	return rs[0]
 }
 
@@ -517,14 +473,17 @@ func waitQuestion(t *testing.T, w *restartWorld, d *deskProc) *desk.InputRequest
 // passes while desk is down; after the restart the defaults stand at once
 // (as when the deadline passes live) and the turn completes.
 func TestRestartInputDeadlinePassed(t *testing.T) {
+	t.Parallel()
 	question := map[string]any{"questions": []map[string]any{{"id": "size", "question": "Which size?",
 		"options": []map[string]any{{"label": "small", "recommended": true}, {"label": "large"}}}}}
 	model := newChatModel(t, asking(chatCall{ID: "call_ask", Name: "request_user_input", Args: question}))
 	w, d := newRestartWorld(t, model, map[string]any{"blocking_input": true}, "DESK_INPUT_WAIT=4s")
 	exe := w.executionOf(d, w.send(d, "ask me"))
 	r := waitQuestion(t, w, d)
-	d.stop(syscall.SIGKILL)
-	time.Sleep(time.Until(*r.Deadline) + 500*time.Millisecond)
+	d.Kill()
+	// The deadline passes while desk is down: a condition on the clock.
+	passed := r.Deadline.Add(500 * time.Millisecond)
+	testwait.Until(t, time.Until(passed)+restartWait, func() bool { return time.Now().After(passed) }, "the question's deadline to pass")
 
 	d = w.start()
 	x := d.settled(exe)
@@ -541,13 +500,14 @@ func TestRestartInputDeadlinePassed(t *testing.T) {
 	if res, _ := reqs[1].toolResult("call_ask"); !strings.Contains(res, `"defaulted":true`) || !strings.Contains(res, "small") {
 		t.Fatalf("the model's result: %q", res)
 	}
-	d.stop(syscall.SIGTERM)
+	d.Stop()
 }
 
 // TestRestartPlanWait: a plan card waiting for its decision survives
 // SIGTERM and kill -9; approved after the restart, the plan is pinned
 // (the next request carries it) and the turn completes.
 func TestRestartPlanWait(t *testing.T) {
+	t.Parallel()
 	plan := map[string]any{"plan": map[string]any{"title": "Survive the restart", "steps": []string{"wait", "continue"}}}
 	for _, s := range signals {
 		t.Run(s.name, func(t *testing.T) {
@@ -555,15 +515,15 @@ func TestRestartPlanWait(t *testing.T) {
 			w, d := newRestartWorld(t, model, map[string]any{"approval_mode": "user"})
 			exe := w.executionOf(d, w.send(d, "/plan do it carefully"))
 			var p desk.Plan
-			waitUntil(t, "the plan card", func() bool {
+			testwait.Until(t, restartWait, func() bool {
 				for _, e := range d.execution(exe).Events {
 					if e.Type == "plan.proposed" {
 						return json.Unmarshal(e.Data, &p) == nil
 					}
 				}
 				return false
-			})
-			d.stop(s.sig)
+			}, "the plan card")
+			d.End(s.sig)
 
 			d = w.start()
 			checkWaiting(t, d, exe)
@@ -591,7 +551,7 @@ func TestRestartPlanWait(t *testing.T) {
 			if !pinned {
 				t.Fatal("the approved plan is not pinned in the request after the restart")
 			}
-			d.stop(syscall.SIGTERM)
+			d.Stop()
 		})
 	}
 }
@@ -601,6 +561,7 @@ func TestRestartPlanWait(t *testing.T) {
 // interrupted (owner-restarted); the next turn's model request carries a
 // result that says so.
 func TestRestartCommandUnknown(t *testing.T) {
+	t.Parallel()
 	if _, err := sandbox.Detect(); err != nil {
 		t.Skipf("no working sandbox here: %v", err)
 	}
@@ -613,7 +574,7 @@ func TestRestartCommandUnknown(t *testing.T) {
 	w, d := newRestartWorld(t, model, map[string]any{"approval_mode": "full-access"})
 	exe := w.executionOf(d, w.send(d, "sleep a while"))
 	var marker string
-	waitUntil(t, "the command to run", func() bool {
+	testwait.Until(t, restartWait, func() bool {
 		cmds := d.commands(w.ses.ID)
 		if len(cmds) == 1 && cmds[0].Status == desk.CommandRunning {
 			marker = filepath.Join(layout.Home{Root: w.home}.Abs(w.ws.ID, layout.SessionRel(w.ses.Actor, w.ses.ID)), "runs.txt")
@@ -621,15 +582,19 @@ func TestRestartCommandUnknown(t *testing.T) {
 			return string(b) == "run\n"
 		}
 		return false
-	})
-	d.stop(syscall.SIGKILL)
+	}, "the command to run")
+	d.Kill()
 
 	d = w.start()
 	x := d.settled(exe)
 	if x.Phase != desk.PhaseInterrupted || x.Reason != "owner-restarted" {
 		t.Fatalf("the execution after the crash: %s (%s)", x.Phase, x.Reason)
 	}
-	time.Sleep(2 * time.Second) // time to run it again, were it to be
+	// Watched for as long as running it again would take.
+	testwait.Never(t, 2*time.Second, func() bool {
+		b, _ := os.ReadFile(marker)
+		return string(b) != "run\n" || len(model.requests()) != 1
+	}, "the interrupted command ran again or its turn was re-sent")
 	cmds := d.commands(w.ses.ID)
 	if len(cmds) != 1 || cmds[0].Status != desk.CommandUnknown || cmds[0].FinishedAt == nil || !strings.Contains(cmds[0].Error, "outcome unknown") {
 		t.Fatalf("the command after the crash: %+v", cmds)
@@ -650,36 +615,37 @@ func TestRestartCommandUnknown(t *testing.T) {
 	if res, ok := reqs[len(reqs)-1].toolResult("call_sleep"); !ok || !strings.Contains(res, "outcome unknown") {
 		t.Fatalf("the next request's result for the interrupted call: %q %v", res, ok)
 	}
-	d.stop(syscall.SIGTERM)
+	d.Stop()
 }
 
 // TestRestartTitleJob: a title job in flight when desk is killed is
 // retried once at the next start; a session renamed meanwhile keeps its
 // name.
 func TestRestartTitleJob(t *testing.T) {
+	t.Parallel()
 	model := newChatModel(t, func(chatRequest) chatAnswer { return chatAnswer{Text: "hello"} })
 	model.holdTitles = true
 	w, d := newRestartWorld(t, model, map[string]any{})
 	d.settled(w.executionOf(d, w.send(d, "a conversation about restarts")))
-	waitUntil(t, "the title request", func() bool { return model.titleRequests() == 1 })
+	testwait.Until(t, restartWait, func() bool { return model.titleRequests() == 1 }, "the title request")
 	// A second session, renamed by a person while its title job hangs.
 	var other desk.Session
 	d.call("POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]string{}, &other)
 	var res desk.SubmitResult
 	d.call("POST", "/v1/sessions/"+other.ID+"/messages", map[string]string{"text": "another one"}, &res)
-	waitUntil(t, "the second title request", func() bool { return model.titleRequests() == 2 })
+	testwait.Until(t, restartWait, func() bool { return model.titleRequests() == 2 }, "the second title request")
 	d.call("PATCH", "/v1/sessions/"+other.ID, map[string]string{"title": "Named by hand"}, nil)
-	d.stop(syscall.SIGKILL)
+	d.Kill()
 
 	model.mu.Lock()
 	model.holdTitles = false
 	model.mu.Unlock()
 	d = w.start()
 	var x desk.Session
-	waitUntil(t, "the retried title", func() bool {
+	testwait.Until(t, restartWait, func() bool {
 		d.call("GET", "/v1/sessions/"+w.ses.ID, nil, &x)
 		return x.Title != ""
-	})
+	}, "the retried title")
 	if x.Title != "Restarted turns" {
 		t.Fatalf("title after the retry: %q", x.Title)
 	}
@@ -689,13 +655,13 @@ func TestRestartTitleJob(t *testing.T) {
 	}
 	// The job is gone: another restart asks for no title.
 	n := model.titleRequests()
-	d.stop(syscall.SIGTERM)
+	d.Stop()
 	d = w.start()
-	time.Sleep(time.Second)
+	testwait.Never(t, time.Second, func() bool { return model.titleRequests() != n }, "a title request after a clean restart")
 	if model.titleRequests() != n {
 		t.Fatalf("title requests after a clean restart: %d, want %d", model.titleRequests(), n)
 	}
-	d.stop(syscall.SIGTERM)
+	d.Stop()
 }
 
 // TestRestartReadOnlyRerun: in a step that waits for an approval, calls
@@ -704,6 +670,7 @@ func TestRestartTitleJob(t *testing.T) {
 // (write_file) ends unknown and the model is told so; the gated call runs
 // once approved, and the model is asked once more in all.
 func TestRestartReadOnlyRerun(t *testing.T) {
+	t.Parallel()
 	if _, err := sandbox.Detect(); err != nil {
 		t.Skipf("no working sandbox here: %v", err)
 	}
@@ -715,7 +682,7 @@ func TestRestartReadOnlyRerun(t *testing.T) {
 	model := newChatModel(t, asking(calls...))
 	w, d := newRestartWorld(t, model, map[string]any{"approval_mode": "user"})
 	exe := w.executionOf(d, w.send(d, "three things"))
-	waitUntil(t, "the approval and the other calls' results", func() bool {
+	testwait.Until(t, restartWait, func() bool {
 		done := 0
 		for _, c := range d.commands(w.ses.ID) {
 			if c.Status == desk.CommandWaiting || c.Status == desk.CommandSucceeded {
@@ -723,8 +690,8 @@ func TestRestartReadOnlyRerun(t *testing.T) {
 			}
 		}
 		return done == 3
-	})
-	d.stop(syscall.SIGKILL)
+	}, "the approval and the other calls' results")
+	d.Kill()
 
 	// Make the record say what a crash while they ran leaves: running,
 	// with no result.
@@ -777,29 +744,30 @@ func TestRestartReadOnlyRerun(t *testing.T) {
 	if res, _ := reqs[1].toolResult("call_exec"); !strings.Contains(res, "gated") {
 		t.Fatalf("the approved command's result: %q", res)
 	}
-	d.stop(syscall.SIGTERM)
+	d.Stop()
 }
 
 // TestRestartModelCallInFlight: a turn whose model call was in flight when
 // desk was killed is interrupted (owner-restarted) and its request is never
 // sent again.
 func TestRestartModelCallInFlight(t *testing.T) {
+	t.Parallel()
 	model := newChatModel(t, func(chatRequest) chatAnswer { return chatAnswer{Hold: true} })
 	w, d := newRestartWorld(t, model, map[string]any{})
 	exe := w.executionOf(d, w.send(d, "think hard"))
-	waitUntil(t, "the model call", func() bool { return len(model.requests()) == 1 })
-	d.stop(syscall.SIGKILL)
+	testwait.Until(t, restartWait, func() bool { return len(model.requests()) == 1 }, "the model call")
+	d.Kill()
 
 	d = w.start()
 	x := d.settled(exe)
 	if x.Phase != desk.PhaseInterrupted || x.Reason != "owner-restarted" {
 		t.Fatalf("the execution after the crash: %s (%s)", x.Phase, x.Reason)
 	}
-	time.Sleep(2 * time.Second) // time to send it again, were it to be
+	testwait.Never(t, 2*time.Second, func() bool { return len(model.requests()) != 1 }, "the interrupted model call was sent again")
 	if n := len(model.requests()); n != 1 {
 		t.Fatalf("model requests: %d, want 1", n)
 	}
-	d.stop(syscall.SIGTERM)
+	d.Stop()
 }
 
 // freezeIdle stops process d (SIGSTOP) at a moment it holds no SQLite
@@ -807,21 +775,23 @@ func TestRestartModelCallInFlight(t *testing.T) {
 // would hold the lock, and the peer would wait out its busy timeout instead
 // of taking over, which is SQLite's nature, not the takeover's. On Postgres
 // (no db file) one stop is enough.
-func freezeIdle(t *testing.T, d *deskProc, db string) {
+func freezeIdle(t *testing.T, d *Desk, db string) {
 	t.Helper()
-	for range 50 {
+	frozen := testwait.Poll(10*time.Second, func() bool {
 		if err := d.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := os.Stat(db); err != nil || writable(t, db) {
-			return
+			return true
 		}
 		if err := d.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	})
+	if !frozen {
+		t.Fatal("the process always held the database's write lock when stopped")
 	}
-	t.Fatal("the process always held the database's write lock when stopped")
 }
 
 // writable reports whether a write transaction on db can start at once.
@@ -850,6 +820,7 @@ func writable(t *testing.T, db string) bool {
 // the frozen process wakes, it lets go without withdrawing the approval,
 // and the approved command runs once, in the peer.
 func TestRestartTakeoverByPeer(t *testing.T) {
+	t.Parallel()
 	if _, err := sandbox.Detect(); err != nil {
 		t.Skipf("no working sandbox here: %v", err)
 	}
@@ -858,19 +829,24 @@ func TestRestartTakeoverByPeer(t *testing.T) {
 	w, a := newRestartWorld(t, model, map[string]any{"approval_mode": "user"}, sharedHomeEnv+"=1")
 	exe := w.executionOf(a, w.send(a, "run it"))
 	var pend struct{ Approvals []*desk.Approval }
-	waitUntil(t, "the approval request", func() bool {
+	testwait.Until(t, restartWait, func() bool {
 		a.call("GET", "/v1/sessions/"+w.ses.ID+"/approvals?pending=true", nil, &pend)
 		return len(pend.Approvals) == 1
-	})
+	}, "the approval request")
 	ap := pend.Approvals[0]
 	ownerA := a.execution(exe).Owner
 	freezeIdle(t, a, layout.Home{Root: w.home}.DB())
 	b := w.start()
-	waitUntil(t, "the peer to adopt the execution", func() bool { return b.execution(exe).Owner != ownerA })
+	testwait.Until(t, restartWait, func() bool { return b.execution(exe).Owner != ownerA }, "the peer to adopt the execution")
 	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second) // the woken process notices within a poll
+	// The woken process notices it lost the execution within a poll; it
+	// must not touch the approval meanwhile.
+	testwait.Never(t, 3*time.Second, func() bool {
+		b.call("GET", "/v1/sessions/"+w.ses.ID+"/approvals?pending=true", nil, &pend)
+		return len(pend.Approvals) != 1 || pend.Approvals[0].ID != ap.ID || b.execution(exe).Terminal()
+	}, "the approval or its execution changed after the old owner woke")
 	b.call("GET", "/v1/sessions/"+w.ses.ID+"/approvals?pending=true", nil, &pend)
 	if len(pend.Approvals) != 1 || pend.Approvals[0].ID != ap.ID {
 		t.Fatalf("the approval after the takeover: %+v", pend.Approvals)
@@ -886,6 +862,6 @@ func TestRestartTakeoverByPeer(t *testing.T) {
 	if n := len(model.requests()); n != 2 {
 		t.Fatalf("model requests: %d, want 2", n)
 	}
-	a.stop(syscall.SIGTERM)
-	b.stop(syscall.SIGTERM)
+	a.Stop()
+	b.Stop()
 }

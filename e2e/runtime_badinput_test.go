@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Bad input to the runtime registry and to runtime-backed session
 // creation, through the real binary's HTTP API and its CLI: each refused
@@ -18,16 +18,17 @@ import (
 )
 
 func TestRuntimeRegistryBadInput(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
-	d := startLoggedDesk(t, home)
-	admin := api{t: t, url: d.url, token: d.token}
+	d := startDesk(t, deskOpts{Home: home, Token: restartToken})
+	admin := api{t: t, url: d.URL, token: d.Token}
 	var ws desk.Workspace
 	admin.must(201, "POST", "/v1/workspaces", map[string]string{"name": "registry"}, &ws)
 	var made struct {
 		Token string `json:"token"`
 	}
 	admin.must(201, "POST", "/v1/workspaces/"+ws.ID+"/actors", map[string]string{"name": "bot", "kind": desk.ActorAgent}, &made)
-	actor := api{t: t, url: d.url, token: made.Token}
+	actor := api{t: t, url: d.URL, token: made.Token}
 
 	notExec := filepath.Join(t.TempDir(), "not-a-program")
 	if err := os.WriteFile(notExec, []byte("#!/bin/sh\necho hi\n"), 0o644); err != nil {
@@ -78,7 +79,7 @@ func TestRuntimeRegistryBadInput(t *testing.T) {
 
 	// The CLI says the same and exits non-zero.
 	cli := func(args ...string) (string, error) {
-		cmd := deskProcess(t, []string{"DESK_HOME=" + home}, append([]string{"--server", d.url, "--token", d.token}, args...)...)
+		cmd := deskCmd(t.Context(), cleanEnv("DESK_HOME="+home), append([]string{"--server", d.URL, "--token", d.Token}, args...)...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -14,10 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/desk-runtime/desk/internal/testwait"
 	"github.com/desk-runtime/desk/store/postgres/pgtest"
 )
 
@@ -44,6 +44,7 @@ func crashIterations(t *testing.T) int {
 // artifact row, no temporary file is left anywhere in DESK_HOME, and each
 // write that was in flight at the kill succeeds when its client retries it.
 func TestArtifactCrashSQLite(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash test: skipped in -short mode")
 	}
@@ -51,6 +52,7 @@ func TestArtifactCrashSQLite(t *testing.T) {
 }
 
 func TestArtifactCrashPostgres(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash test: skipped in -short mode")
 	}
@@ -84,10 +86,9 @@ type write struct {
 }
 
 func artifactCrashOnce(t *testing.T, pg string, seed uint64) (int, int) {
-	home := t.TempDir()
-	env := []string{"DESK_ADMIN_TOKEN=crash", "DESK_POSTGRES=" + pg}
-	cmd, url, _ := startServe(t, home, env...)
-	c := &crashClient{url: url}
+	d := startDesk(t, deskOpts{Token: "crash", Env: []string{"DESK_POSTGRES=" + pg}})
+	home := d.Home
+	c := &crashClient{url: d.URL}
 	var ws, ses struct{ ID, Actor string }
 	c.must(t, "POST", "/v1/workspaces", `{"name":"crash"}`, 201, &ws)
 	c.must(t, "POST", "/v1/workspaces/"+ws.ID+"/sessions", `{}`, 201, &ses)
@@ -122,18 +123,24 @@ func artifactCrashOnce(t *testing.T, pg string, seed uint64) (int, int) {
 			}
 		})
 	}
-	// Kill while writes are streaming and committing.
-	time.Sleep(time.Duration(300+rng.IntN(1200)) * time.Millisecond)
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	// Kill while writes are streaming and committing: after a random
+	// number of acknowledged writes, so that each round crashes at another
+	// point and none crashes before any write was acknowledged.
+	acked := 1 + rng.IntN(3*crashWriters)
+	testwait.Until(t, 2*time.Minute, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ok) >= acked
+	}, fmt.Sprintf("%d acknowledged writes", acked))
+	d.Kill()
 	wg.Wait()
 	if len(ok) == 0 {
 		t.Fatal("no write was acknowledged before the kill; the test proves nothing")
 	}
 
-	cmd, url, _ = startServe(t, home, env...)
-	c.url = url
-	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	d = d.Again()
+	c.url = d.URL
+	defer d.Stop()
 	rows := c.rows(t, ses.ID)
 	for name, w := range ok {
 		id, found := rows[name]

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Black-box tests of desk over real model APIs: the real binary (this test
 // binary run as desk) is started with a model in DESK_MODEL and the
@@ -8,10 +8,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/internal/modeltest/strict"
+	"github.com/desk-runtime/desk/internal/testwait"
 )
 
 // modelDesk is a running desk binary and its strict model server.
@@ -29,19 +29,14 @@ type modelDesk struct {
 	ses desk.Session
 }
 
-// startModelDesk starts `desk serve` with the environment env, and a
+// newModelDesk starts desk with the environment env (startDesk), and a
 // session in a new workspace.
-func startModelDesk(t *testing.T, srv *strict.Server, env ...string) *modelDesk {
+func newModelDesk(t *testing.T, srv *strict.Server, env ...string) *modelDesk {
 	t.Helper()
-	home := filepath.Join(t.TempDir(), "home")
 	// The parent's keys and base URLs must not leak into the child.
 	env = append([]string{"OPENAI_API_KEY=", "OPENAI_BASE_URL=", "OPENAI_COMPATIBLE_API_KEY=", "ANTHROPIC_API_KEY=", "ANTHROPIC_BASE_URL="}, env...)
-	_, url, _ := startServe(t, home, env...)
-	tok, err := os.ReadFile(filepath.Join(home, "admin.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &modelDesk{t: t, c: &apptest.Client{BaseURL: url, Token: strings.TrimSpace(string(tok))}, srv: srv}
+	dk := startDesk(t, deskOpts{Env: env})
+	d := &modelDesk{t: t, c: &apptest.Client{BaseURL: dk.URL, Token: dk.Token}, srv: srv}
 	var ws desk.Workspace
 	d.c.Must(t, 201, "POST", "/v1/workspaces", map[string]string{"name": "models"}, &ws)
 	d.c.Must(t, 201, "POST", "/v1/workspaces/"+ws.ID+"/sessions", map[string]string{"title": "models"}, &d.ses)
@@ -53,8 +48,8 @@ func (d *modelDesk) turn(text string) desk.Execution {
 	d.t.Helper()
 	var res desk.SubmitResult
 	d.c.Must(d.t, 202, "POST", "/v1/sessions/"+d.ses.ID+"/messages", map[string]string{"text": text}, &res)
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	var x desk.Execution
+	testwait.Until(d.t, 60*time.Second, func() bool {
 		if res.ExecutionID == "" {
 			var q struct{ Items []desk.QueueItem }
 			d.c.Must(d.t, 200, "GET", "/v1/sessions/"+d.ses.ID+"/queue?all=true", nil, &q)
@@ -63,17 +58,12 @@ func (d *modelDesk) turn(text string) desk.Execution {
 					res.ExecutionID = it.ExecutionID
 				}
 			}
-		} else {
-			var x desk.Execution
-			d.c.Must(d.t, 200, "GET", "/v1/executions/"+res.ExecutionID, nil, &x)
-			if x.Terminal() {
-				return x
-			}
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	d.t.Fatalf("the turn of %q did not settle", text)
-	return desk.Execution{}
+		d.c.Must(d.t, 200, "GET", "/v1/executions/"+res.ExecutionID, nil, &x)
+		return x.Terminal()
+	}, fmt.Sprintf("the turn of %q to settle", text))
+	return x
 }
 
 // reply is the session's last assistant text.
@@ -151,10 +141,11 @@ var binaryModels = []struct {
 // TestBinaryModelTurn: a message to the real binary is answered with the
 // strict server's reply, from one accepted request carrying the message.
 func TestBinaryModelTurn(t *testing.T) {
+	t.Parallel()
 	for _, m := range binaryModels {
 		t.Run(m.name, func(t *testing.T) {
 			srv, env := m.start(t, strict.Reply{Text: "Hello from the strict server.", Usage: strict.Usage{Input: 300, Output: 6, Cached: 128}})
-			d := startModelDesk(t, srv, env...)
+			d := newModelDesk(t, srv, env...)
 			reqs := d.ended(d.turn("hello, model"), 1)
 			if got := d.reply(); got != "Hello from the strict server." {
 				t.Fatalf("reply %q", got)
@@ -173,13 +164,14 @@ func TestBinaryModelTurn(t *testing.T) {
 // real binary, its result goes back in the next request, and the file is
 // the session's artifact.
 func TestBinaryWriteFileRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, m := range binaryModels {
 		t.Run(m.name, func(t *testing.T) {
 			argsJSON, _ := json.Marshal(map[string]string{"path": "/artifacts/report.md", "content": "# Report\n\nall green\n"})
 			srv, env := m.start(t,
 				strict.Reply{Text: "Writing the report.", ToolCalls: []strict.Call{{Name: "write_file", Arguments: string(argsJSON)}}},
 				strict.Reply{Text: "The report is in report.md."})
-			d := startModelDesk(t, srv, env...)
+			d := newModelDesk(t, srv, env...)
 			reqs := d.ended(d.turn("write the report"), 2)
 			if got := d.reply(); got != "The report is in report.md." {
 				t.Fatalf("reply %q", got)

@@ -1,9 +1,8 @@
-package main
+package e2e
 
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,32 +14,14 @@ import (
 // address in DESK_ADDR (no flag) runs the server; cobra must not fall back
 // to os.Args ("start") for the serve command it runs.
 func TestForegroundStartWithAddrFromEnv(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	reap(t, home)
-	cmd := exec.Command(os.Args[0], "start")
-	cmd.Env = cleanEnv("DESK_HOME="+home, "DESK_FOREGROUND=1", "DESK_ADDR=127.0.0.1:0")
-	var out safeBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	deadline := time.Now().Add(30 * time.Second)
-	for readRunState(t.Context(), home).State != "running" {
-		select {
-		case err := <-done:
-			t.Fatalf("foreground start exited (%v): %s", err, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("foreground start never answered: %s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	if err := <-done; err != nil {
-		t.Fatalf("foreground exit: %v\n%s", err, out.String())
+	fg := startForeground(t, cleanEnv("DESK_HOME="+home, "DESK_FOREGROUND=1", "DESK_ADDR=127.0.0.1:0"), "start")
+	fg.running(t, home)
+	fg.cmd.Process.Signal(syscall.SIGTERM)
+	if err := fg.wait(t); err != nil {
+		t.Fatalf("foreground exit: %v\n%s", err, fg.out.String())
 	}
 }
 
@@ -48,8 +29,9 @@ func TestForegroundStartWithAddrFromEnv(t *testing.T) {
 // runs is refused at once, leaves the running server's pid and url files
 // as they were, and desk start says "already running".
 func TestSecondServeRefused(t *testing.T) {
-	home := filepath.Join(t.TempDir(), "home")
-	first, url, _ := startServe(t, home)
+	t.Parallel()
+	first := startDesk(t, deskOpts{})
+	home, url := first.Home, first.URL
 	pid, _ := os.ReadFile(filepath.Join(home, pidFileName))
 	u, _ := os.ReadFile(filepath.Join(home, urlFileName))
 	if strings.TrimSpace(string(u)) != url {
@@ -58,8 +40,7 @@ func TestSecondServeRefused(t *testing.T) {
 	// Bounded: before the lock, a second server just served on.
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	second := exec.CommandContext(ctx, os.Args[0], "serve", "--addr", "127.0.0.1:0")
-	second.Env = cleanEnv("DESK_HOME=" + home)
+	second := deskCmd(ctx, cleanEnv("DESK_HOME="+home), "serve", "--addr", "127.0.0.1:0")
 	b, err := second.CombinedOutput()
 	out, code := string(b), second.ProcessState.ExitCode()
 	if ctx.Err() != nil {
@@ -84,16 +65,14 @@ func TestSecondServeRefused(t *testing.T) {
 	}
 	// The lock goes with the process: once the first server stopped, a new
 	// one starts on the same home.
-	first.Process.Signal(syscall.SIGTERM)
-	first.Wait()
-	startServe(t, home)
+	first.Restart(syscall.SIGTERM)
 }
 
 // TestCLIFindsServerInHome: with no --server, DESK_SERVER or DESK_ADDR the
 // CLI uses the address the running server wrote to DESK_HOME/desk.url.
 func TestCLIFindsServerInHome(t *testing.T) {
-	home := filepath.Join(t.TempDir(), "home")
-	startServe(t, home)
+	t.Parallel()
+	home := startDesk(t, deskOpts{}).Home
 	out, code := run(t, cleanEnv("DESK_HOME="+home), "--json", "workspace", "list")
 	if code != 0 || !strings.HasPrefix(strings.TrimSpace(out), "[") {
 		t.Fatalf("workspace list with the address from desk.url = %d %s", code, out)
@@ -104,27 +83,12 @@ func TestCLIFindsServerInHome(t *testing.T) {
 	}
 }
 
-// TestMistypedCommandIsUsage: an unknown command exits 2 (usage), at the
-// top level as under a noun, and names the command that was not found.
-func TestMistypedCommandIsUsage(t *testing.T) {
-	c := newCLI(t)
-	for _, args := range [][]string{{"sesion", "list"}, {"bogus"}, {"workspace", "bogus"}} {
-		r := c.fail(exitUsage, args...)
-		if !strings.Contains(r.e.Error(), `unknown command "`+args[len(args)-1]+`"`) && !strings.Contains(r.e.Error(), `unknown command "`+args[0]+`"`) {
-			t.Fatalf("desk %s: %v", strings.Join(args, " "), r.e)
-		}
-	}
-	if r := c.run("sesion"); !strings.Contains(r.e.Error(), "session") {
-		t.Fatalf("no suggestion for a near miss: %v", r.e)
-	}
-}
-
 // TestSharedHomeOptIn: processes that all set DESK_SHARED_HOME=1 may share
 // a home; the first keeps the run files. One without it is still refused.
 func TestSharedHomeOptIn(t *testing.T) {
-	home := filepath.Join(t.TempDir(), "home")
-	_, url, _ := startServe(t, home, sharedHomeEnv+"=1")
-	_, url2, _ := startServe(t, home, sharedHomeEnv+"=1")
+	t.Parallel()
+	first := startDesk(t, deskOpts{Env: []string{sharedHomeEnv + "=1"}})
+	home, url, url2 := first.Home, first.URL, first.Again().URL
 	if code, _ := get(t, url2+"/healthz", ""); code != 200 || url2 == url {
 		t.Fatalf("second shared server at %s: healthz %d", url2, code)
 	}
@@ -133,8 +97,7 @@ func TestSharedHomeOptIn(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	lone := exec.CommandContext(ctx, os.Args[0], "serve", "--addr", "127.0.0.1:0")
-	lone.Env = cleanEnv("DESK_HOME=" + home)
+	lone := deskCmd(ctx, cleanEnv("DESK_HOME="+home), "serve", "--addr", "127.0.0.1:0")
 	b, _ := lone.CombinedOutput()
 	if ctx.Err() != nil || lone.ProcessState.ExitCode() != exitConflict || !strings.Contains(string(b), sharedHomeEnv) {
 		t.Fatalf("an unshared serve beside shared ones = %d %s", lone.ProcessState.ExitCode(), b)

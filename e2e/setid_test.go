@@ -1,53 +1,16 @@
-package main
+package e2e
 
 import (
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/internal/testwait"
 	"github.com/desk-runtime/desk/sandbox"
 )
-
-// serveLogged starts `desk serve` like startServe and returns the stderr
-// lines it wrote up to serving, besides the process and its URL.
-func serveLogged(t *testing.T, home string, env ...string) (*deskProc, []string) {
-	t.Helper()
-	cmd := deskProcess(t, append(env, "DESK_HOME="+home, "DESK_ADMIN_TOKEN="+restartToken), "serve", "--addr", "127.0.0.1:0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := readLines(stderr)
-	var before []string
-	deadline := time.After(60 * time.Second)
-	for {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("desk serve exited before serving:\n%s", strings.Join(before, "\n"))
-			}
-			before = append(before, l)
-			if m := servingURL.FindStringSubmatch(l); m != nil {
-				go func() {
-					for range lines {
-					}
-				}()
-				return &deskProc{t: t, cmd: cmd, url: m[1], token: restartToken}, before
-			}
-		case <-deadline:
-			t.Fatal("desk serve did not start")
-		}
-	}
-}
 
 // TestSetidKill9 runs the real desk binary: a sandboxed exec_command tries
 // chmod u+s and is refused, and while it still runs no file on the host
@@ -56,11 +19,12 @@ func serveLogged(t *testing.T, home string, env ...string) (*deskProc, []string)
 // (as a crashed run from before the filter would have left them), and the
 // next start clears them all before it serves, and says so in its log.
 func TestSetidKill9(t *testing.T) {
+	t.Parallel()
 	if _, err := sandbox.Detect(); err != nil {
 		t.Skipf("no working sandbox: %v", err)
 	}
-	home := filepath.Join(t.TempDir(), "home")
-	d, _ := serveLogged(t, home)
+	d := startDesk(t, deskOpts{Token: restartToken})
+	home := d.Home
 	var ws desk.Workspace
 	d.call("POST", "/v1/workspaces", map[string]string{"name": "setid"}, &ws)
 	d.call("PATCH", "/v1/workspaces/"+ws.ID+"/agent", map[string]any{"approval_mode": "auto-review"}, nil)
@@ -76,7 +40,7 @@ func TestSetidKill9(t *testing.T) {
 
 	checkout := filepath.Join(home, "workspaces", ws.ID, "checkout")
 	status := filepath.Join(checkout, "chmod.status")
-	waitUntil(t, "the command's chmod", func() bool { _, err := os.Stat(status); return err == nil })
+	testwait.Until(t, restartWait, func() bool { _, err := os.Stat(status); return err == nil }, "the command's chmod")
 	b, _ := os.ReadFile(status)
 	msg, _ := os.ReadFile(filepath.Join(checkout, "chmod.err"))
 	if strings.TrimSpace(string(b)) == "0" || !strings.Contains(string(msg), "Operation not permitted") {
@@ -91,7 +55,7 @@ func TestSetidKill9(t *testing.T) {
 		t.Errorf("while the command runs, the host file has mode %v", fi.Mode())
 	}
 
-	d.stop(syscall.SIGKILL)
+	d.Kill()
 	planted := map[string]fs.FileMode{
 		filepath.Join(checkout, "left-suid"):                                  0o755 | fs.ModeSetuid,
 		filepath.Join(checkout, "sub/left-sgid"):                              0o750 | fs.ModeSetgid,
@@ -110,7 +74,8 @@ func TestSetidKill9(t *testing.T) {
 		}
 	}
 
-	d2, log := serveLogged(t, home)
+	d2 := d.Again()
+	log := d2.StartLog()
 	for p, m := range planted {
 		fi, err := os.Stat(p)
 		if err != nil {
@@ -129,5 +94,5 @@ func TestSetidKill9(t *testing.T) {
 	if !found {
 		t.Errorf("no log line of the sweep clearing 4 files before serving:\n%s", strings.Join(log, "\n"))
 	}
-	d2.stop(syscall.SIGTERM)
+	d2.Stop()
 }

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/internal/testwait"
 )
 
 // TestBinaryThreads drives handler threads through the real binary: a
@@ -17,7 +18,8 @@ import (
 // --thread talks to the thread, whose reply streams back while the
 // orchestrator's transcript stays as it was.
 func TestBinaryThreads(t *testing.T) {
-	d := startBinDesk(t)
+	t.Parallel()
+	d := startDesk(t, deskOpts{})
 	ws := d.workspace("threads", false)
 	script, _ := json.Marshal(map[string]any{
 		"steps": []any{
@@ -43,16 +45,11 @@ func TestBinaryThreads(t *testing.T) {
 		t.Fatalf("desk send: %s", out)
 	}
 	var ts []desk.Thread
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	if !testwait.Poll(90*time.Second, func() bool {
 		d.json(&ts, "thread", "ls", x.ID)
-		if len(ts) == 1 && ts[0].State == desk.ThreadConcluded {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the thread never concluded: %+v", ts)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return len(ts) == 1 && ts[0].State == desk.ThreadConcluded
+	}) {
+		t.Fatalf("the thread never concluded: %+v", ts)
 	}
 	th := ts[0]
 	if th.Title != "worker" || th.LatestEpisode == nil || th.LatestEpisode.Title != "found it" || th.SurfaceID == x.SurfaceID {
@@ -75,15 +72,12 @@ func TestBinaryThreads(t *testing.T) {
 	// Wait for the orchestrator to reconcile the notification, so its
 	// transcript is settled before the direct conversation.
 	var before []desk.Message
-	for deadline := time.Now().Add(90 * time.Second); ; {
+	if !testwait.Poll(90*time.Second, func() bool {
 		d.json(&before, "message", "ls", x.ID)
-		if n := len(before); n > 0 && strings.Contains(before[n-1].Text, "noted the episode") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the orchestrator never reconciled the episode: %+v", before)
-		}
-		time.Sleep(100 * time.Millisecond)
+		n := len(before)
+		return n > 0 && strings.Contains(before[n-1].Text, "noted the episode")
+	}) {
+		t.Fatalf("the orchestrator never reconciled the episode: %+v", before)
 	}
 	if out := d.ok("send", x.ID, "--thread", th.ID, "hello worker"); !strings.Contains(out, "worker-direct-reply") {
 		t.Fatalf("desk send --thread: %s", out)

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"io"
@@ -6,12 +6,13 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/desk-runtime/desk/internal/testwait"
 )
 
 var loginLinkRE = regexp.MustCompile(`(http://[0-9.:]+/login\?code=(desklink_[a-z2-7]+))`)
@@ -83,31 +84,15 @@ func opensUI(t *testing.T, base string, ck *http.Cookie) bool {
 // in once, and the admin token's file; desk login-link asks the running
 // server for a fresh link.
 func TestServePrintsWhereToSignIn(t *testing.T) {
-	home := filepath.Join(t.TempDir(), "home")
-	cmd := exec.Command(os.Args[0], "serve", "--addr", "127.0.0.1:0")
-	cmd.Env = cleanEnv("DESK_HOME=" + home)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := readLines(stdout)
+	t.Parallel()
+	d := startDesk(t, deskOpts{})
+	home := d.Home
 	var got []string
-	deadline := time.After(60 * time.Second)
-	for len(got) < 3 {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("desk serve ended its output after %q", got)
-			}
-			got = append(got, l)
-		case <-deadline:
-			t.Fatalf("desk serve printed only %q", got)
-		}
-	}
+	// The three lines follow the log line startDesk waits for.
+	testwait.Until(t, 30*time.Second, func() bool {
+		got = strings.Split(strings.TrimSuffix(d.Stdout(), "\n"), "\n")
+		return len(got) >= 3
+	}, "desk serve's three startup lines")
 	addr := regexp.MustCompile(`^desk is serving the web UI at (http://127\.0\.0\.1:[0-9]+)$`).FindStringSubmatch(got[0])
 	if addr == nil {
 		t.Fatalf("first line %q: want the UI address", got[0])
@@ -168,6 +153,7 @@ func TestServePrintsWhereToSignIn(t *testing.T) {
 // to desk.log, so the server prints no link there; the starting terminal
 // gets a link of its own, which works.
 func TestStartKeepsTheLinkOutOfDeskLog(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	reap(t, home)
 	env := cleanEnv("DESK_HOME=" + home)

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Helpers of the runtime acceptance suite (runtime_accept_test.go): the
 // per-protocol part (which real binary, how it is pointed at a scripted
@@ -25,6 +25,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/internal/modeltest/strict"
 	"github.com/desk-runtime/desk/internal/npmbin"
+	"github.com/desk-runtime/desk/internal/testwait"
 )
 
 // modelCall is what the scripted model sees of one request of the
@@ -84,7 +85,7 @@ func (m *scriptedModel) requests() []modelCall {
 	return append([]modelCall(nil), m.calls...)
 }
 
-// waitFor waits until a request whose newest user text contains s
+// awaitRequest waits until a request whose newest user text contains s
 // arrived, and returns it.
 func (m *scriptedModel) awaitRequest(t *testing.T, s string) modelCall {
 	t.Helper()
@@ -361,7 +362,7 @@ func (a api) send(ses, text string) string {
 func (a api) itemExecution(ses, item string) string {
 	a.t.Helper()
 	var id string
-	waitFor(a.t, 3*time.Minute, "queue row "+item+" has an execution", func() bool {
+	testwait.Until(a.t, 3*time.Minute, func() bool {
 		var q struct{ Items []desk.QueueItem }
 		a.must(200, "GET", "/v1/sessions/"+ses+"/queue?all=true", nil, &q)
 		for _, it := range q.Items {
@@ -370,7 +371,7 @@ func (a api) itemExecution(ses, item string) string {
 			}
 		}
 		return id != ""
-	})
+	}, "queue row "+item+" has an execution")
 	return id
 }
 
@@ -378,10 +379,10 @@ func (a api) itemExecution(ses, item string) string {
 func (a api) settled(id string) desk.Execution {
 	a.t.Helper()
 	var x desk.Execution
-	waitFor(a.t, 4*time.Minute, "execution "+id+" settles", func() bool {
+	testwait.Until(a.t, 4*time.Minute, func() bool {
 		x = a.execution(id)
 		return x.Terminal()
-	})
+	}, "execution "+id+" settles")
 	return x
 }
 
@@ -389,10 +390,10 @@ func (a api) settled(id string) desk.Execution {
 func (a api) phase(id, phase string) desk.Execution {
 	a.t.Helper()
 	var x desk.Execution
-	waitFor(a.t, 3*time.Minute, "execution "+id+" is "+phase, func() bool {
+	testwait.Until(a.t, 3*time.Minute, func() bool {
 		x = a.execution(id)
 		return x.Phase == phase || x.Terminal()
-	})
+	}, "execution "+id+" is "+phase)
 	if x.Phase != phase {
 		a.t.Fatalf("execution %s is %s (%s), want %s", id, x.Phase, x.Reason, phase)
 	}
@@ -422,17 +423,6 @@ func (a api) archive(ws string) []map[string]any {
 		out = append(out, r)
 	}
 	return out
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // countEvents counts an execution's events of type typ.
@@ -518,16 +508,9 @@ func stillAlive(ps []hostProc) []hostProc {
 // noChildren waits until the desk process with pid has no descendants.
 func noChildren(t *testing.T, pid int, what string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ds := descendants(pid)
-		if len(ds) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: desk still has child processes: %+v", what, ds)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var ds []hostProc
+	if !testwait.Poll(20*time.Second, func() bool { ds = descendants(pid); return len(ds) == 0 }) {
+		t.Fatalf("%s: desk still has child processes: %+v", what, ds)
 	}
 }
 
@@ -535,41 +518,3 @@ func terminal(x desk.Execution) bool { return x.Terminal() }
 
 // on is the API for a subtest (its failures end the subtest).
 func (a api) on(t *testing.T) api { a.t = t; return a }
-
-// loggedDesk is a desk process whose log the test keeps.
-type loggedDesk struct {
-	*deskProc
-	mu   sync.Mutex
-	keep []string
-}
-
-// log is desk's log so far (its last 2000 lines).
-func (d *loggedDesk) log() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return strings.Join(d.keep, "\n")
-}
-
-// startLoggedDesk is startDesk keeping desk's log, shown when the test
-// fails (the runtime host logs the child's stderr there).
-func startLoggedDesk(t *testing.T, home string, env ...string) *loggedDesk {
-	t.Helper()
-	cmd, url, lines := startServe(t, home, append([]string{"DESK_ADMIN_TOKEN=" + restartToken}, env...)...)
-	d := &loggedDesk{deskProc: &deskProc{t: t, cmd: cmd, url: url, token: restartToken}}
-	go func() {
-		for l := range lines {
-			d.mu.Lock()
-			d.keep = append(d.keep, l)
-			if len(d.keep) > 2000 {
-				d.keep = d.keep[len(d.keep)-2000:]
-			}
-			d.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("desk's log (pid %d):\n%s", cmd.Process.Pid, d.log())
-		}
-	})
-	return d
-}

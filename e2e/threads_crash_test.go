@@ -1,12 +1,13 @@
-package main
+package e2e
 
 import (
+	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/internal/testwait"
 	"github.com/desk-runtime/desk/store/postgres/pgtest"
 )
 
@@ -23,33 +24,35 @@ type threadCrash struct {
 	ses  desk.Session
 }
 
-func (c *threadCrash) start() *deskProc { return startDesk(c.t, c.home, c.env...) }
+func (c *threadCrash) start() *Desk {
+	return startDesk(c.t, deskOpts{Home: c.home, Token: restartToken, Env: c.env})
+}
 
-func (c *threadCrash) threads(d *deskProc) []desk.Thread {
+func (c *threadCrash) threads(d *Desk) []desk.Thread {
 	var v struct{ Threads []desk.Thread }
 	d.call("GET", "/v1/sessions/"+c.ses.ID+"/threads", nil, &v)
 	return v.Threads
 }
 
-func (c *threadCrash) queue(d *deskProc) []desk.QueueItem {
+func (c *threadCrash) queue(d *Desk) []desk.QueueItem {
 	var v struct{ Items []desk.QueueItem }
 	d.call("GET", "/v1/sessions/"+c.ses.ID+"/queue?all=true", nil, &v)
 	return v.Items
 }
 
-func (c *threadCrash) executions(d *deskProc) []desk.Execution {
+func (c *threadCrash) executions(d *Desk) []desk.Execution {
 	var v struct{ Executions []desk.Execution }
 	d.call("GET", "/v1/sessions/"+c.ses.ID+"/executions", nil, &v)
 	return v.Executions
 }
 
-func (c *threadCrash) episodes(d *deskProc, thr string) []desk.Episode {
+func (c *threadCrash) episodes(d *Desk, thr string) []desk.Episode {
 	var v struct{ Episodes []desk.Episode }
 	d.call("GET", "/v1/threads/"+thr+"/episodes", nil, &v)
 	return v.Episodes
 }
 
-func (c *threadCrash) send(d *deskProc, text, surface string) *desk.QueueItem {
+func (c *threadCrash) send(d *Desk, text, surface string) *desk.QueueItem {
 	var res desk.SubmitResult
 	d.call("POST", "/v1/sessions/"+c.ses.ID+"/messages", map[string]string{"text": text, "surface": surface}, &res)
 	return res.Item
@@ -69,7 +72,7 @@ func kinds(q []desk.QueueItem, kind string) []desk.QueueItem {
 // each row started its turn. (A claim the crash cut off before its turn
 // started is settled and the row goes back to the queue, by design: that
 // execution never started.)
-func (c *threadCrash) once(d *deskProc) {
+func (c *threadCrash) once(d *Desk) {
 	c.t.Helper()
 	per := map[string][]string{}
 	for _, x := range c.executions(d) {
@@ -86,7 +89,7 @@ func (c *threadCrash) once(d *deskProc) {
 
 // streaming reports whether a surface's running execution is streaming
 // its model's answer.
-func (c *threadCrash) streaming(d *deskProc, srf string) bool {
+func (c *threadCrash) streaming(d *Desk, srf string) bool {
 	x := c.running(d, srf)
 	if x == nil {
 		return false
@@ -99,42 +102,65 @@ func (c *threadCrash) streaming(d *deskProc, srf string) bool {
 	return false
 }
 
-// waitDump is waitUntil that shows the session's rows when it times out.
-func (c *threadCrash) waitDump(d *deskProc, what string, cond func() bool) {
+// waitDump is testwait.Until that shows the session's rows when it times
+// out.
+func (c *threadCrash) waitDump(d *Desk, what string, cond func() bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(restartWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			for _, it := range c.queue(d) {
-				c.t.Logf("row %s %s on %s: %s exe %s", it.ID, it.Kind, it.SurfaceID, it.Status, it.ExecutionID)
-			}
-			for _, x := range c.executions(d) {
-				c.t.Logf("exe %s on %s for %s: %s (%s)", x.ID, x.SurfaceID, x.QueueItemID, x.Phase, x.Reason)
-			}
-			srfs := map[string]bool{}
-			for _, it := range c.queue(d) {
-				srfs[it.SurfaceID] = true
-			}
-			for srf := range srfs {
-				var v struct{ Messages []desk.Message }
-				d.call("GET", "/v1/sessions/"+c.ses.ID+"/messages?limit=500&surface="+srf, nil, &v)
-				for _, m := range v.Messages {
-					c.t.Logf("%s msg %s %s: %.80q", srf, m.ExecutionID, m.Role, m.Text)
-				}
-			}
-			var bs struct{ Blocks []desk.Block }
-			d.call("GET", "/v1/sessions/"+c.ses.ID+"/blocks", nil, &bs)
-			for _, b := range bs.Blocks {
-				c.t.Logf("block %s on %s: %s active %v (%s)", b.ID, b.SurfaceID, b.Kind, b.Active, b.Reason)
-			}
-			c.t.Fatalf("timed out waiting for %s", what)
+	if !testwait.Poll(restartWait, cond) {
+		for _, it := range c.queue(d) {
+			c.t.Logf("row %s %s on %s: %s exe %s", it.ID, it.Kind, it.SurfaceID, it.Status, it.ExecutionID)
 		}
-		time.Sleep(50 * time.Millisecond)
+		for _, x := range c.executions(d) {
+			c.t.Logf("exe %s on %s for %s: %s (%s)", x.ID, x.SurfaceID, x.QueueItemID, x.Phase, x.Reason)
+		}
+		srfs := map[string]bool{}
+		for _, it := range c.queue(d) {
+			srfs[it.SurfaceID] = true
+		}
+		for srf := range srfs {
+			var v struct{ Messages []desk.Message }
+			d.call("GET", "/v1/sessions/"+c.ses.ID+"/messages?limit=500&surface="+srf, nil, &v)
+			for _, m := range v.Messages {
+				c.t.Logf("%s msg %s %s: %.80q", srf, m.ExecutionID, m.Role, m.Text)
+			}
+		}
+		var bs struct{ Blocks []desk.Block }
+		d.call("GET", "/v1/sessions/"+c.ses.ID+"/blocks", nil, &bs)
+		for _, b := range bs.Blocks {
+			c.t.Logf("block %s on %s: %s active %v (%s)", b.ID, b.SurfaceID, b.Kind, b.Active, b.Reason)
+		}
+		c.t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
+// idle reports whether the session has nothing queued and nothing
+// running.
+func (c *threadCrash) idle(d *Desk) bool {
+	for _, it := range c.queue(d) {
+		if it.Status == desk.QueueStatusQueued || it.Status == desk.QueueStatusDispatching {
+			return false
+		}
+	}
+	for _, x := range c.executions(d) {
+		if !x.Terminal() {
+			return false
+		}
+	}
+	return true
+}
+
+// progress counts what the current session's sequence made so far: queue
+// rows, executions, threads and episodes.
+func (c *threadCrash) progress(d *Desk) int {
+	n := len(c.queue(d)) + len(c.executions(d))
+	for _, th := range c.threads(d) {
+		n += 1 + len(c.episodes(d, th.ID))
+	}
+	return n
+}
+
 // running is the running execution of a surface, or nil.
-func (c *threadCrash) running(d *deskProc, srf string) *desk.Execution {
+func (c *threadCrash) running(d *Desk, srf string) *desk.Execution {
 	for _, x := range c.executions(d) {
 		if x.SurfaceID == srf && x.Phase == desk.PhaseRunning {
 			return &x
@@ -143,9 +169,12 @@ func (c *threadCrash) running(d *deskProc, srf string) *desk.Execution {
 	return nil
 }
 
-func TestThreadsKill9(t *testing.T) { threadsKill9(t) }
+func TestThreadsKill9(t *testing.T) { t.Parallel(); threadsKill9(t) }
 
-func TestThreadsKill9Postgres(t *testing.T) { threadsKill9(t, "DESK_POSTGRES="+pgtest.DSN(t)) }
+func TestThreadsKill9Postgres(t *testing.T) {
+	t.Parallel()
+	threadsKill9(t, "DESK_POSTGRES="+pgtest.DSN(t))
+}
 
 func threadsKill9(t *testing.T, env ...string) {
 	// A slow step streams 600 pieces over a minute, so its first delta
@@ -180,20 +209,22 @@ func threadsKill9(t *testing.T, env ...string) {
 	// turn: the thread is committed, both turns are mid-model-call.
 	c.send(d, "delegate", "")
 	var th desk.Thread
-	waitUntil(t, "the thread to start and both turns to run", func() bool {
+	testwait.Until(t, restartWait, func() bool {
 		ts := c.threads(d)
 		if len(ts) != 1 {
 			return false
 		}
 		th = ts[0]
 		return c.streaming(d, c.ses.SurfaceID) && c.streaming(d, th.SurfaceID)
-	})
-	d.stop(syscall.SIGKILL)
+	}, "the thread to start and both turns to run")
+	d.Kill()
 	d = c.start()
-	waitUntil(t, "recovery to settle both turns", func() bool {
+	testwait.Until(t, restartWait, func() bool {
 		return c.running(d, c.ses.SurfaceID) == nil && c.running(d, th.SurfaceID) == nil
-	})
-	time.Sleep(2 * time.Second) // time to run a row again, were it to be
+	}, "recovery to settle both turns")
+	// Watched for as long as running a row again would take.
+	n0 := len(c.executions(d))
+	testwait.Never(t, 2*time.Second, func() bool { return len(c.executions(d)) != n0 }, "a row ran again after the recovery")
 	if ts := c.threads(d); len(ts) != 1 || ts[0].ID != th.ID || ts[0].State != desk.ThreadActive {
 		t.Fatalf("threads after the crash: %+v", ts)
 	}
@@ -218,16 +249,16 @@ func threadsKill9(t *testing.T, env ...string) {
 	// 2. kill -9 right after thread_report: the orchestrator is busy, so
 	// the notification waits in its queue; the handler is mid-turn.
 	c.send(d, "be busy", "")
-	waitUntil(t, "the orchestrator to be busy", func() bool { return c.streaming(d, c.ses.SurfaceID) })
+	testwait.Until(t, restartWait, func() bool { return c.streaming(d, c.ses.SurfaceID) }, "the orchestrator to be busy")
 	c.send(d, "report now", th.SurfaceID)
 	c.waitDump(d, "the episode and its queued notification", func() bool {
 		q := kinds(c.queue(d), desk.QueueThreadReport)
 		return len(c.episodes(d, th.ID)) == 1 && len(q) == 1 && c.streaming(d, th.SurfaceID)
 	})
-	d.stop(syscall.SIGKILL)
+	d.Kill()
 	d = c.start()
 	var note desk.QueueItem
-	waitUntil(t, "the notification to be reconciled after the crash", func() bool {
+	testwait.Until(t, restartWait, func() bool {
 		q := kinds(c.queue(d), desk.QueueThreadReport)
 		if len(q) != 1 {
 			t.Fatalf("notifications after the crash: %+v", q)
@@ -237,8 +268,11 @@ func threadsKill9(t *testing.T, env ...string) {
 			return false
 		}
 		return d.execution(note.ExecutionID).Terminal()
-	})
-	time.Sleep(2 * time.Second)
+	}, "the notification to be reconciled after the crash")
+	n0 = len(c.executions(d))
+	testwait.Never(t, 2*time.Second, func() bool {
+		return len(c.executions(d)) != n0 || len(kinds(c.queue(d), desk.QueueThreadReport)) != 1
+	}, "a row ran again, or a second notification came, after the reconciliation")
 	if x := d.execution(note.ExecutionID); x.Phase != desk.PhaseEnded {
 		t.Fatalf("the notification's turn: %s (%s)", x.Phase, x.Reason)
 	}
@@ -264,7 +298,7 @@ func threadsKill9(t *testing.T, env ...string) {
 	if n != 1 {
 		t.Fatalf("the orchestrator saw the episode body %d times", n)
 	}
-	d.stop(syscall.SIGTERM)
+	d.Stop()
 }
 
 // TestThreadsKill9Random kills desk at a random moment of a quick
@@ -273,9 +307,10 @@ func threadsKill9(t *testing.T, env ...string) {
 // thread per thread_start, with exactly one group and one initial start
 // row; one notification per episode; no queue row run twice; nothing left
 // queued once the session is idle.
-func TestThreadsKill9Random(t *testing.T) { threadsKill9Random(t) }
+func TestThreadsKill9Random(t *testing.T) { t.Parallel(); threadsKill9Random(t) }
 
 func TestThreadsKill9RandomPostgres(t *testing.T) {
+	t.Parallel()
 	threadsKill9Random(t, "DESK_POSTGRES="+pgtest.DSN(t))
 }
 
@@ -298,23 +333,14 @@ func threadsKill9Random(t *testing.T, env ...string) {
 			}},
 		}}, &c.ses)
 		c.send(d, "delegate", "")
-		time.Sleep(time.Duration(i*40) * time.Millisecond)
-		d.stop(syscall.SIGKILL)
+		// Each round crashes at a later point of the sequence: after i
+		// of its rows, executions, threads and episodes exist (or once
+		// it is over).
+		testwait.Until(t, restartWait, func() bool { return c.progress(d) >= i || c.idle(d) }, fmt.Sprintf("%d steps of the sequence", i))
+		d.Kill()
 		d = c.start()
-		waitUntil(t, "the session to be idle after the restart", func() bool {
-			for _, it := range c.queue(d) {
-				if it.Status == desk.QueueStatusQueued || it.Status == desk.QueueStatusDispatching {
-					return false
-				}
-			}
-			for _, x := range c.executions(d) {
-				if !x.Terminal() {
-					return false
-				}
-			}
-			return true
-		})
-		time.Sleep(500 * time.Millisecond)
+		testwait.Until(t, restartWait, func() bool { return c.idle(d) }, "the session to be idle after the restart")
+		testwait.Never(t, 500*time.Millisecond, func() bool { return !c.idle(d) }, "the idle session started work again")
 		ts := c.threads(d)
 		var gs struct {
 			ThreadGroups []desk.ThreadGroup `json:"thread_groups"`
@@ -327,11 +353,11 @@ func threadsKill9Random(t *testing.T, env ...string) {
 		}
 		if len(ts) > 1 || len(gs.ThreadGroups) != len(ts) || len(kinds(q, desk.QueueInitialHandler)) != len(ts) ||
 			eps > len(ts) || len(kinds(q, desk.QueueThreadReport)) != eps {
-			t.Fatalf("kill after %d ms: %d threads, %d groups, %d starts, %d episodes, %d notifications",
-				i*40, len(ts), len(gs.ThreadGroups), len(kinds(q, desk.QueueInitialHandler)), eps, len(kinds(q, desk.QueueThreadReport)))
+			t.Fatalf("kill after %d steps: %d threads, %d groups, %d starts, %d episodes, %d notifications",
+				i, len(ts), len(gs.ThreadGroups), len(kinds(q, desk.QueueInitialHandler)), eps, len(kinds(q, desk.QueueThreadReport)))
 		}
 		c.once(d)
-		t.Logf("kill after %d ms: %d threads, %d episodes", i*40, len(ts), eps)
+		t.Logf("kill after %d steps: %d threads, %d episodes", i, len(ts), eps)
 	}
-	d.stop(syscall.SIGTERM)
+	d.Stop()
 }

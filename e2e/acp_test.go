@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Black-box tests of desk acp: the real binary serving ACP on its stdio
 // against a real desk serve, driven by the official TypeScript client
@@ -106,17 +106,18 @@ func runACPClient(t *testing.T, node, npmBin string, agent []string, env []strin
 // cancel of a second prompt, then loads the same session in a fresh
 // process and sees the transcript replayed.
 func TestACPAgentTypeScriptClient(t *testing.T) {
+	t.Parallel()
 	node, npmBin := acpSDK(t)
-	d := startBinDesk(t)
+	d := startDesk(t, deskOpts{})
 	d.workspace("acp", false) // named by --workspace below
 	script := filepath.Join(t.TempDir(), "script.json")
 	slow := `{"text":"` + strings.Repeat("slowly streaming words ", 40) + `","delay_ms":30000}`
 	if err := os.WriteFile(script, []byte(`{"steps":[`+execStep("echo acp-approved")+`,`+textStep("It ran.")+`,`+slow+`]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	agent := []string{os.Args[0], "--server", d.url, "acp", "--workspace", "acp", "--model", "script", "--script", script}
+	agent := []string{deskBin, "--server", d.URL, "acp", "--workspace", "acp", "--model", "script", "--script", script}
 
-	r := runACPClient(t, node, npmBin, agent, d.env, "first")
+	r := runACPClient(t, node, npmBin, agent, d.Env, "first")
 	if !r.LoadSession || r.AgentName != "desk" || !strings.HasPrefix(r.SessionID, "ses_") {
 		t.Fatalf("initialize/new: %+v", r)
 	}
@@ -149,7 +150,7 @@ func TestACPAgentTypeScriptClient(t *testing.T) {
 
 	// desk saw it all: the approval answered in the editor, the second
 	// execution interrupted.
-	adm, err := client.New(d.url, readToken(t, d.home))
+	adm, err := client.New(d.URL, readToken(t, d.Home))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestACPAgentTypeScriptClient(t *testing.T) {
 	t.Logf("cancel → stop reason in %d ms", r.CancelMs)
 
 	// A fresh process loads the session: the transcript comes back.
-	l := runACPClient(t, node, npmBin, agent, d.env, "load", r.SessionID)
+	l := runACPClient(t, node, npmBin, agent, d.Env, "load", r.SessionID)
 	var seq []string
 	for _, u := range l.Updates {
 		switch u.SessionUpdate {
@@ -205,10 +206,10 @@ func readToken(t *testing.T, home string) string {
 // methods, wrong argument types and an oversized message each get the
 // JSON-RPC error of their kind, and desk acp goes on serving.
 func TestACPAgentBadInput(t *testing.T) {
-	d := startBinDesk(t)
+	t.Parallel()
+	d := startDesk(t, deskOpts{})
 	d.workspace("bad", false)
-	cmd := exec.Command(os.Args[0], "--server", d.url, "acp")
-	cmd.Env = d.env
+	cmd := deskCmd(t.Context(), d.Env, "--server", d.URL, "acp")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

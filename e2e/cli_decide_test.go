@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Black-box tests of the decisions a turn waits on, through the real
 // binary: `desk serve` in a child process, every command a child process
@@ -7,6 +7,7 @@ package main
 // plan card waits for a decision.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,26 +21,8 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/client"
+	"github.com/desk-runtime/desk/internal/testwait"
 )
-
-// binDesk is a running desk binary and the environment its CLI runs in.
-type binDesk struct {
-	t    *testing.T
-	home string
-	url  string
-	env  []string
-}
-
-func startBinDesk(t *testing.T, env ...string) *binDesk {
-	t.Helper()
-	home := filepath.Join(t.TempDir(), "home")
-	_, url, lines := startServe(t, home, env...)
-	go func() {
-		for range lines { // the server must never block on its log
-		}
-	}()
-	return &binDesk{t: t, home: home, url: url, env: cleanEnv("DESK_HOME=" + home)}
-}
 
 // proc is one desk command line running as a child process.
 type proc struct {
@@ -49,11 +32,10 @@ type proc struct {
 	code     int
 }
 
-func (d *binDesk) start(args ...string) *proc {
+func (d *Desk) start(args ...string) *proc {
 	d.t.Helper()
 	p := &proc{done: make(chan struct{})}
-	p.cmd = exec.Command(os.Args[0], append([]string{"--server", d.url}, args...)...)
-	p.cmd.Env = d.env
+	p.cmd = deskCmd(context.Background(), d.Env, append([]string{"--server", d.URL}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.err
 	if err := p.cmd.Start(); err != nil {
 		d.t.Fatal(err)
@@ -88,26 +70,27 @@ func (p *proc) wait(t *testing.T) int {
 // (or the whole match).
 func (p *proc) await(t *testing.T, re *regexp.Regexp) string {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := re.FindStringSubmatch(p.err.String()); m != nil {
-			return m[len(m)-1]
-		}
+	var m []string
+	exited := false
+	if !testwait.Poll(90*time.Second, func() bool {
 		select {
 		case <-p.done:
-			if m := re.FindStringSubmatch(p.err.String()); m != nil {
-				return m[len(m)-1]
-			}
-			t.Fatalf("%v exited %d before %s\nstdout: %s\nstderr: %s", p.cmd.Args[3:], p.code, re, p.out.String(), p.err.String())
-		case <-time.After(50 * time.Millisecond):
+			exited = true
+		default:
 		}
+		m = re.FindStringSubmatch(p.err.String())
+		return m != nil || exited
+	}) {
+		t.Fatalf("%v: no %s on stderr in time\nstderr: %s", p.cmd.Args[3:], re, p.err.String())
 	}
-	t.Fatalf("%v: no %s on stderr in time\nstderr: %s", p.cmd.Args[3:], re, p.err.String())
-	return ""
+	if m == nil {
+		t.Fatalf("%v exited %d before %s\nstdout: %s\nstderr: %s", p.cmd.Args[3:], p.code, re, p.out.String(), p.err.String())
+	}
+	return m[len(m)-1]
 }
 
 // run runs a command to completion: stdout, stderr, exit status.
-func (d *binDesk) run(args ...string) (string, string, int) {
+func (d *Desk) run(args ...string) (string, string, int) {
 	d.t.Helper()
 	p := d.start(args...)
 	code := p.wait(d.t)
@@ -115,7 +98,7 @@ func (d *binDesk) run(args ...string) (string, string, int) {
 }
 
 // ok runs a command that must exit 0 and returns its stdout.
-func (d *binDesk) ok(args ...string) string {
+func (d *Desk) ok(args ...string) string {
 	d.t.Helper()
 	out, errOut, code := d.run(args...)
 	if code != 0 {
@@ -125,7 +108,7 @@ func (d *binDesk) ok(args ...string) string {
 }
 
 // fail runs a command that must exit with code and returns its stderr.
-func (d *binDesk) fail(code int, args ...string) string {
+func (d *Desk) fail(code int, args ...string) string {
 	d.t.Helper()
 	out, errOut, got := d.run(args...)
 	if got != code {
@@ -134,7 +117,7 @@ func (d *binDesk) fail(code int, args ...string) string {
 	return errOut
 }
 
-func (d *binDesk) json(v any, args ...string) {
+func (d *Desk) json(v any, args ...string) {
 	d.t.Helper()
 	out := d.ok(append([]string{"--json"}, args...)...)
 	if err := json.Unmarshal([]byte(out), v); err != nil {
@@ -144,7 +127,7 @@ func (d *binDesk) json(v any, args ...string) {
 
 // workspace creates a workspace; blocking makes its questions wait for an
 // answer.
-func (d *binDesk) workspace(name string, blocking bool) string {
+func (d *Desk) workspace(name string, blocking bool) string {
 	d.t.Helper()
 	var ws desk.Workspace
 	d.json(&ws, "workspace", "create", name)
@@ -169,7 +152,7 @@ func (d *binDesk) workspace(name string, blocking bool) string {
 }
 
 // scriptSession creates a script session whose script is the given steps.
-func (d *binDesk) scriptSession(ws string, steps ...string) string {
+func (d *Desk) scriptSession(ws string, steps ...string) string {
 	d.t.Helper()
 	f := filepath.Join(d.t.TempDir(), "script.json")
 	if err := os.WriteFile(f, []byte(`{"steps":[`+strings.Join(steps, ",")+`]}`), 0o644); err != nil {
@@ -203,7 +186,8 @@ var (
 // answer; desk approve lets it run and the turn goes on, desk deny refuses
 // it with the reason and the turn goes on too.
 func TestBinaryApproveDeny(t *testing.T) {
-	d := startBinDesk(t)
+	t.Parallel()
+	d := startDesk(t, deskOpts{})
 	ws := d.workspace("approvals", false)
 
 	ses := d.scriptSession(ws, execStep("echo approved-ran"), textStep("It ran."))
@@ -262,7 +246,8 @@ func TestBinaryApproveDeny(t *testing.T) {
 // and options, wrong answers are refused naming every wrong id, and desk
 // answer (an option label in any case) lets the turn go on.
 func TestBinaryAnswer(t *testing.T) {
-	d := startBinDesk(t)
+	t.Parallel()
+	d := startDesk(t, deskOpts{})
 	ws := d.workspace("questions", true)
 	ask := `{"tool_calls":[{"name":"request_user_input","arguments":{"questions":[
 		{"id":"colour","question":"Which colour?","options":[{"label":"Red","recommended":true},{"label":"Blue"}]},
@@ -316,7 +301,8 @@ func TestBinaryAnswer(t *testing.T) {
 // TestBinaryPlan: a plan card waits; approve carries it out, revise gets a
 // new card the send also reports, decline stops the turn.
 func TestBinaryPlan(t *testing.T) {
-	d := startBinDesk(t)
+	t.Parallel()
+	d := startDesk(t, deskOpts{})
 	ws := d.workspace("plans", false)
 
 	ses := d.scriptSession(ws, planStep("Tidy up", "list", "remove"), textStep("Tidied."))
@@ -370,7 +356,8 @@ func TestBinaryPlan(t *testing.T) {
 // waits for approval says it is queued, where, and what the turn ahead waits
 // on; once that is approved both turns stream to the end.
 func TestBinarySendQueuedBehindWaitingTurn(t *testing.T) {
-	d := startBinDesk(t)
+	t.Parallel()
+	d := startDesk(t, deskOpts{})
 	ws := d.workspace("queue", false)
 	ses := d.scriptSession(ws, execStep("echo first"), textStep("First done."), textStep("Second done."))
 	first := d.start("send", ses, "first")
@@ -400,7 +387,8 @@ func TestBinarySendQueuedBehindWaitingTurn(t *testing.T) {
 // a real case through the binary, and the table in the docs is the one the
 // code has.
 func TestBinaryExitStatuses(t *testing.T) {
-	d := startBinDesk(t, "DESK_MAX_ARTIFACT_BYTES=4096")
+	t.Parallel()
+	d := startDesk(t, deskOpts{Env: []string{"DESK_MAX_ARTIFACT_BYTES=4096"}})
 	ws := d.workspace("exits", false)
 	plain := d.scriptSession(ws, textStep("hi"))
 
@@ -474,7 +462,7 @@ func TestBinaryExitStatuses(t *testing.T) {
 	}
 
 	// The documented table lists exactly these statuses.
-	doc, err := os.ReadFile("../../docs/troubleshooting.md")
+	doc, err := os.ReadFile("../docs/troubleshooting.md")
 	if err != nil {
 		t.Fatal(err)
 	}
