@@ -266,6 +266,39 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		}
 	}()
 
+	if err := a.openStore(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.openLogs(ctx, loc); err != nil {
+		return nil, err
+	}
+	a.buildServices()
+	ao, err := a.openAgent(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.recoverStartup(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.openRuntimeHost(ctx, ao); err != nil {
+		return nil, err
+	}
+	if err := a.openExecution(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.openBackground(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.openDoors(ctx); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// openStore opens the store (SQLite in Home, or Postgres) and wraps it
+// when the config says so.
+func (a *App) openStore(ctx context.Context) (err error) {
+	cfg, home := a.Config, a.Home
 	// The store: everything below keeps its rows there.
 	var store desk.Store
 	if cfg.Postgres != "" {
@@ -274,28 +307,40 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		store, err = sqlite.OpenWith(ctx, home.DB(), sqlite.Options{Synchronous: cfg.SQLiteSynchronous})
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.push("store", func(context.Context) error { return store.Close() })
 	if cfg.WrapStore != nil {
 		store = cfg.WrapStore(store)
 	}
 	a.Store = store
+	return nil
+}
 
+// openLogs opens the app log, which becomes desk's logger, and the
+// archive.
+func (a *App) openLogs(ctx context.Context, loc *time.Location) (err error) {
+	cfg, store, home, token := a.Config, a.Store, a.Home, a.AdminToken
 	// The app log takes every record desk logs, redacts it (the admin token
 	// included, whatever its shape) and passes it on to the configured
 	// handler, so even stderr never shows a secret.
 	a.Logs = applog.New(store, applog.Options{Next: cfg.Logger.Handler(), Secrets: []string{token}})
 	if err := a.open(ctx, "app log", a.Logs); err != nil {
-		return nil, err
+		return err
 	}
 	a.Logger = slog.New(a.Logs.Handler(applog.DefaultSource))
 	a.Archive, err = archive.Open(home, archive.Options{Location: loc, Logger: a.Logger.With("component", "archive")})
 	if err != nil {
-		return nil, fmt.Errorf("open archive: %w", err)
+		return fmt.Errorf("open archive: %w", err)
 	}
 	a.push("archive", a.Archive.Close)
+	return nil
+}
 
+// buildServices builds the services that need no opening, in dependency
+// order: the execution service first (see Open), then those built on it.
+func (a *App) buildServices() {
+	cfg, store, home, token := a.Config, a.Store, a.Home, a.AdminToken
 	// The execution service is built first and opened last (see above).
 	eo := cfg.Execution
 	eo.Archive, eo.Logger = a.Archive, a.Logger.With("component", "execution")
@@ -337,13 +382,18 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Collector = &gc.Collector{Store: store, Home: home, Running: a.Exec.Running}
 	a.Files = files.New(store, home, a.Workspaces, a.Artifacts, a.Collector, a.Quota)
 	a.Transfer = transfer.New(store, home, a.Workspaces, transfer.Options{MaxImportBytes: cfg.ImportMaxBytes, MaxImportRatio: cfg.ImportMaxRatio, ActorQuotaBytes: cfg.ActorQuotaBytes})
+}
 
-	ao := cfg.Agent
+// openAgent builds and opens the tool-loop agent with its model providers,
+// sandbox and TypeScript compiler; the runtime host shares its sandbox.
+func (a *App) openAgent(ctx context.Context) (ao agent.Options, err error) {
+	cfg, store, home := a.Config, a.Store, a.Home
+	ao = cfg.Agent
 	ao.Models, ao.Archive, ao.Logger, ao.Submitter = a.Models, a.Archive, a.Logger.With("component", "agent"), a.Exec
 	if ao.Providers == nil {
 		ps := &agent.Providers{}
 		if err := a.open(ctx, "model providers", ps); err != nil {
-			return nil, err
+			return ao, err
 		}
 		ao.Providers = ps.Get
 	}
@@ -364,26 +414,34 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	a.Agent = agent.New(store, home, a.Artifacts, a.Selection, ao)
 	if err := a.open(ctx, "agent", a.Agent); err != nil {
-		return nil, err
+		return ao, err
 	}
 	if a.Models.Default() == "" {
 		a.Logger.Info("no default model: set DESK_MODEL (openai:<model>, anthropic:<model> or openai-compatible:<base-url>#<model>); script sessions still work")
 	}
 	a.Logger.Info("models offered", "models", strings.Join(a.Models.Models(), ", "))
+	return ao, nil
+}
 
+// recoverStartup finishes what a crash interrupted in the services that
+// recover on their own.
+func (a *App) recoverStartup(ctx context.Context) error {
 	// Recovery runs before the handler exists, so no request can observe a
 	// half-finished delete or install; the collector then sweeps the
 	// temporary files a crash left (after artifacts installed the ones
 	// their rows claim).
 	for _, r := range []desk.Recoverer{a.Sessions, a.Artifacts, a.Transfer, a.Collector} {
 		if err := r.Recover(ctx); err != nil {
-			return nil, fmt.Errorf("startup recovery: %w", err)
+			return fmt.Errorf("startup recovery: %w", err)
 		}
 	}
-	// The execution model recovers what dead owners left behind, then the
-	// lifecycle, template upgrades and absorbs (in that order, so an absorb
-	// finds its source's offboarding settled), before anything is
-	// dispatched or served.
+	return nil
+}
+
+// openRuntimeHost opens the model gateway and the runtime host, which runs
+// the turns of runtime-backed sessions.
+func (a *App) openRuntimeHost(ctx context.Context, ao agent.Options) error {
+	cfg, store, home := a.Config, a.Store, a.Home
 	// Runtime-backed sessions run on the runtime host: one child per live
 	// session, in the session's sandbox, speaking the transport of the
 	// runtime's protocol (Config.Transports).
@@ -417,14 +475,25 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		gw := gateway.New(gateway.Options{Usage: store, Dir: filepath.Join(home.Root, "run", "gateway"), LookupEnv: ho.LookupEnv,
 			Models: a.Models, Logger: a.Logger.With("component", "gateway")})
 		if err := a.open(ctx, "model gateway", gw); err != nil {
-			return nil, err
+			return err
 		}
 		ho.Gateway = gw
 	}
 	a.Host = runtimehost.New(ho)
 	if err := a.open(ctx, "runtime host", a.Host); err != nil {
-		return nil, err
+		return err
 	}
+	return nil
+}
+
+// openExecution opens the execution service last among the services:
+// its Open runs the startup recovery it was given, then dispatches.
+func (a *App) openExecution(ctx context.Context) error {
+	cfg, store := a.Config, a.Store
+	// The execution model recovers what dead owners left behind, then the
+	// lifecycle, template upgrades and absorbs (in that order, so an absorb
+	// finds its source's offboarding settled), before anything is
+	// dispatched or served.
 	rt := router{store: store, agent: a.Agent, host: a.Host}
 	run := execution.Run{Executor: rt, Available: rt.Available,
 		Recover: []desk.Recoverer{a.Lifecycle, a.Templates, a.Absorb}, Children: a.Host}
@@ -432,29 +501,41 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		run.Executor, run.Available = cfg.Executor, nil
 	}
 	if err := a.Exec.Open(ctx, run); err != nil {
-		return nil, err
+		return err
 	}
 	a.push("execution", a.Exec.Close)
 	// Title jobs a dead process left are retried once (in the background).
 	if err := a.Agent.RecoverTitles(ctx); err != nil {
 		a.Logger.Warn("recover title jobs", "err", err)
 	}
+	return nil
+}
 
+// openBackground starts the components that follow events: unread
+// state, the operator log and the event streams.
+func (a *App) openBackground(ctx context.Context) error {
+	store := a.Store
 	// Unread follows turns that finish from now on.
 	a.UI = uistate.New(store, a.Sessions, a.Exec, uistate.Options{Logger: a.Logger.With("component", "uistate")})
 	if err := a.open(ctx, "ui state", a.UI); err != nil {
-		return nil, err
+		return err
 	}
 	// Operator-relevant events (failed turns, blocks, …) reach the app log.
 	if err := a.open(ctx, "operator log", oplog.New(a.Exec, a.Logger, oplog.Options{})); err != nil {
-		return nil, err
+		return err
 	}
 	// The event streams close first, so a shutdown does not wait on them.
 	a.Streams = sse.NewStreams()
 	if err := a.open(ctx, "event streams", a.Streams); err != nil {
-		return nil, err
+		return err
 	}
+	return nil
+}
 
+// openDoors wires the doors: the HTTP API, the web UI and MCP, behind
+// one handler with the request-body deadlines.
+func (a *App) openDoors(ctx context.Context) error {
+	cfg, store := a.Config, a.Store
 	api := &httpapi.Server{
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
 		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Threads: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, Runtimes: a.Runtimes, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
@@ -476,7 +557,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		AllowedOrigins: cfg.MCPOrigins, SessionsPerToken: cfg.MCPSessionsPerToken, Version: cfg.Version, Logger: a.Logger.With("component", "mcp")})
 	// MCP sessions close first: they call into everything below.
 	if err := a.open(ctx, "mcp", mcpH); err != nil {
-		return nil, err
+		return err
 	}
 	a.MCP = mcpH
 	mux.Handle(mcpserver.Path, mcpH)
@@ -484,7 +565,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	// Every request body, on every door, has its deadlines, and a refusal
 	// never waits for the body it refuses.
 	a.Handler = httpapi.Guard(mux, httpapi.BodyLimits{Idle: cfg.BodyIdleTimeout, Total: cfg.BodyTimeout, MinRate: cfg.BodyMinRate})
-	return a, nil
+	return nil
 }
 
 // open opens a component and pushes its Close on the cleanup stack.

@@ -43,12 +43,6 @@ func (c *Client) ListTemplates(ctx context.Context) ([]*desk.TemplateVersion, er
 	return out.Templates, nil
 }
 
-// CreateWorkspaceFromTemplate creates a workspace whose checkout/ is filled
-// from a template: "name" (the version registered last) or "name@version".
-func (c *Client) CreateWorkspaceFromTemplate(ctx context.Context, name, template string) (*desk.Workspace, error) {
-	return c.CreateWorkspaceWith(ctx, WorkspaceCreate{WorkspaceCreate: desk.WorkspaceCreate{Name: name}, Template: template})
-}
-
 func toQuery(to string) url.Values {
 	q := url.Values{}
 	if to != "" {

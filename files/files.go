@@ -29,11 +29,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"sync"
-	"syscall"
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/gc"
+	"github.com/desk-runtime/desk/internal/diskerr"
+	"github.com/desk-runtime/desk/internal/keyedmutex"
 	"github.com/desk-runtime/desk/layout"
 )
 
@@ -53,7 +53,7 @@ type Service struct {
 	quota      *Quota
 	opts       Options
 
-	paths keyed // one writer per area path at the commit step
+	paths keyedmutex.Map // one writer per area path at the commit step
 }
 
 var _ desk.FileService = (*Service)(nil)
@@ -123,7 +123,7 @@ func openArea(home layout.Home, a *area, create bool) (*os.Root, error) {
 	dir := home.Abs(a.ws.ID, a.rel())
 	if create {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, storageErr("create the actor's file area", err)
+			return nil, diskerr.Discarded("create the actor's file area", err)
 		}
 	}
 	r, err := os.OpenRoot(dir)
@@ -138,55 +138,3 @@ func openArea(home layout.Home, a *area, create bool) (*os.Root, error) {
 
 // errNoArea marks an area whose directory does not exist yet.
 var errNoArea = desk.Errorf(desk.ENOTFOUND, "the actor's file area is empty")
-
-func isNoSpace(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
-}
-
-// storageErr reports a full disk as insufficient_storage and anything else
-// as a machine failure.
-func storageErr(what string, err error) error {
-	if isNoSpace(err) {
-		return desk.Errorf(desk.ENOSPACE, "%s: the disk is full; nothing was kept", what)
-	}
-	var de *desk.Error
-	if errors.As(err, &de) {
-		return err
-	}
-	return fmt.Errorf("%s: %w", what, err)
-}
-
-// keyed is a set of mutexes by key, created on demand and dropped when
-// unused.
-type keyed struct {
-	mu sync.Mutex
-	m  map[string]*keyedEntry
-}
-
-type keyedEntry struct {
-	mu   sync.Mutex
-	refs int
-}
-
-func (k *keyed) lock(key string) func() {
-	k.mu.Lock()
-	if k.m == nil {
-		k.m = map[string]*keyedEntry{}
-	}
-	e := k.m[key]
-	if e == nil {
-		e = &keyedEntry{}
-		k.m[key] = e
-	}
-	e.refs++
-	k.mu.Unlock()
-	e.mu.Lock()
-	return func() {
-		e.mu.Unlock()
-		k.mu.Lock()
-		if e.refs--; e.refs == 0 {
-			delete(k.m, key)
-		}
-		k.mu.Unlock()
-	}
-}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/atomicfile"
+	"github.com/desk-runtime/desk/internal/diskerr"
 )
 
 // entryOf describes a walked or stat-ed file or directory.
@@ -105,7 +106,7 @@ func (s *Service) List(ctx context.Context, scope desk.FileScope, opts desk.File
 			return nil, desk.Errorf(desk.ENOTFOUND, "%s: no such file or folder", p)
 		}
 		if err != nil {
-			return nil, storageErr("list", err)
+			return nil, diskerr.Discarded("list", err)
 		}
 		switch {
 		case fi.IsDir():
@@ -173,7 +174,7 @@ func (s *Service) Open(ctx context.Context, scope desk.FileScope, p string) (*os
 		return nil, none, desk.Errorf(desk.ENOTFOUND, "%s: no such file", p)
 	}
 	if err != nil {
-		return nil, none, storageErr("open", err)
+		return nil, none, diskerr.Discarded("open", err)
 	}
 	if lfi.IsDir() {
 		return nil, none, desk.Errorf(desk.EINVALID, "%s is a folder; list it with the files route", p)
@@ -183,7 +184,7 @@ func (s *Service) Open(ctx context.Context, scope desk.FileScope, p string) (*os
 	}
 	f, err := root.Open(rel)
 	if err != nil {
-		return nil, none, storageErr("open", err)
+		return nil, none, diskerr.Discarded("open", err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
@@ -317,7 +318,7 @@ func (s *Service) Upload(ctx context.Context, scope desk.FileScope, in desk.File
 		if isNotDir(err) {
 			return nil, desk.Errorf(desk.ECONFLICT, "a parent of %s is a file, not a folder", p)
 		}
-		return nil, storageErr("create "+p, err)
+		return nil, diskerr.Discarded("create "+p, err)
 	}
 	defer f.Abort()
 	n, err := fill(f, body, in.Size)
@@ -326,8 +327,8 @@ func (s *Service) Upload(ctx context.Context, scope desk.FileScope, in desk.File
 		switch {
 		case capped != nil && capped.hit:
 			return nil, s.quotaErr(a, limit)
-		case errors.As(err, &werr) || isNoSpace(err):
-			return nil, storageErr("write "+p, err)
+		case errors.As(err, &werr) || desk.NoSpace(err):
+			return nil, diskerr.Discarded("write "+p, err)
 		}
 		return nil, desk.Errorf(desk.BodyCode(err), "upload of %s interrupted after %d bytes: %v", p, n, err)
 	}
@@ -337,10 +338,10 @@ func (s *Service) Upload(ctx context.Context, scope desk.FileScope, in desk.File
 	// Make the bytes durable before taking the path lock, so a slow fsync
 	// never holds up another upload to the same path.
 	if err := f.Sync(); err != nil {
-		return nil, storageErr("write "+p, err)
+		return nil, diskerr.Discarded("write "+p, err)
 	}
 
-	unlock := s.paths.lock(a.actor.ID + "/" + rel)
+	unlock := s.paths.Lock(a.actor.ID + "/" + rel)
 	defer unlock()
 	replaced = -1
 	if fi, err := root.Lstat(rel); err == nil {
@@ -355,7 +356,7 @@ func (s *Service) Upload(ctx context.Context, scope desk.FileScope, in desk.File
 	}
 	if err := f.Commit(); err != nil {
 		undo()
-		return nil, storageErr("store "+p, err)
+		return nil, diskerr.Discarded("store "+p, err)
 	}
 	fi, err = root.Lstat(rel)
 	if err != nil {
@@ -491,7 +492,7 @@ func (s *Service) Delete(ctx context.Context, scope desk.FileScope, p string, fn
 		return nil, desk.Errorf(desk.ENOTFOUND, "%s: no such file", p)
 	}
 	if err != nil {
-		return nil, storageErr("delete "+p, err)
+		return nil, diskerr.Discarded("delete "+p, err)
 	}
 	if ses, rest, ok := splitSession(rel); ok && (ses == "" || rest == "") {
 		return nil, desk.Errorf(desk.ECONFLICT, "%s belongs to its sessions; delete a session with DELETE /v1/sessions/{ses}", p)
@@ -499,7 +500,7 @@ func (s *Service) Delete(ctx context.Context, scope desk.FileScope, p string, fn
 	if fi.IsDir() {
 		empty, err := isEmptyDir(root, rel)
 		if err != nil {
-			return nil, storageErr("delete "+p, err)
+			return nil, diskerr.Discarded("delete "+p, err)
 		}
 		if !empty {
 			return nil, desk.Errorf(desk.ECONFLICT, "%s is a folder that is not empty; delete its contents with delete-by-prefix?prefix=%s/", p, p)
@@ -566,7 +567,7 @@ func (s *Service) DeleteByPrefix(ctx context.Context, scope desk.FileScope, pref
 			return sum, nil
 		}
 		if err != nil {
-			return nil, storageErr("delete "+prefix, err)
+			return nil, diskerr.Discarded("delete "+prefix, err)
 		}
 	}
 	d := &deleter{s: s, ctx: ctx, a: a, root: root, fn: fn, sum: sum}
@@ -620,7 +621,7 @@ func (d *deleter) remove(n node) error {
 			if errors.Is(err, fs.ErrNotExist) || isNotEmpty(err) {
 				return nil
 			}
-			return storageErr("delete /"+n.rel, err)
+			return diskerr.Discarded("delete /"+n.rel, err)
 		}
 		d.sum.Dirs++
 		return d.fn(e)
@@ -644,7 +645,7 @@ func (d *deleter) remove(n node) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
-		return storageErr("delete /"+n.rel, err)
+		return diskerr.Discarded("delete /"+n.rel, err)
 	}
 	return d.done(e, n.info)
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/internal/diskerr"
 	"github.com/desk-runtime/desk/session"
 )
 
@@ -101,7 +102,7 @@ func noLinks(root *os.Root, rel string, final bool) error {
 			if isNotDir(err) {
 				return desk.Errorf(desk.ENOTFOUND, "/%s: a parent of it is a file, not a folder", rel)
 			}
-			return storageErr("check path", err)
+			return diskerr.Discarded("check path", err)
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			if p == rel {

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/internal/diskerr"
+	"github.com/desk-runtime/desk/internal/keyedmutex"
 	"github.com/desk-runtime/desk/layout"
 )
 
@@ -33,7 +35,7 @@ type Quota struct {
 	store  Store
 	home   layout.Home
 	opts   Options
-	actors keyed // one quota decision per actor at a time
+	actors keyedmutex.Map // one quota decision per actor at a time
 }
 
 // NewQuota returns the quota of opts.QuotaBytes (0: unlimited, but the
@@ -73,7 +75,7 @@ func (q *Quota) usage(ctx context.Context, a *area) (*desk.ActorUsage, error) {
 	if !desk.IsCode(err, desk.ENOTFOUND) {
 		return nil, err
 	}
-	unlock := q.actors.lock(a.actor.ID)
+	unlock := q.actors.Lock(a.actor.ID)
 	defer unlock()
 	return q.usageLocked(ctx, a)
 }
@@ -104,7 +106,7 @@ func (q *Quota) admit(ctx context.Context, a *area) func(replaced, size int64) (
 			dFiles = 1
 		}
 		if q.opts.QuotaBytes > 0 {
-			unlock := q.actors.lock(a.actor.ID)
+			unlock := q.actors.Lock(a.actor.ID)
 			defer unlock()
 			u, err := q.usageLocked(ctx, a)
 			if err != nil {
@@ -177,7 +179,7 @@ func (q *Quota) measure(ctx context.Context, a *area) (*desk.FileStats, error) {
 			return false, nil
 		}, nil)
 		if err != nil {
-			return nil, storageErr("measure the file area", err)
+			return nil, diskerr.Discarded("measure the file area", err)
 		}
 		for _, fu := range folders {
 			st.Folders = append(st.Folders, *fu)
@@ -199,7 +201,7 @@ func (s *Service) Stats(ctx context.Context, scope desk.FileScope) (*desk.FileSt
 	if err != nil {
 		return nil, err
 	}
-	unlock := s.quota.actors.lock(a.actor.ID)
+	unlock := s.quota.actors.Lock(a.actor.ID)
 	st, err := s.quota.measure(ctx, a)
 	unlock()
 	if err != nil {
@@ -248,7 +250,7 @@ func (s *Service) GC(ctx context.Context, workspaceID string) (*desk.GCReport, e
 	}
 	for _, act := range actors {
 		a := &area{ws: w, actor: act, admin: true}
-		unlock := s.quota.actors.lock(act.ID)
+		unlock := s.quota.actors.Lock(act.ID)
 		_, err := s.quota.measure(ctx, a)
 		unlock()
 		if err != nil {

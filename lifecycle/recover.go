@@ -22,9 +22,8 @@ import (
 //   - purge: carried on to purged;
 //
 // and a journal whose operation never changed the state, or already
-// reached its end, is simply removed. Journals of other packages' ops go
-// to their RegisterRecovery function. Running Recover again changes
-// nothing.
+// reached its end, is simply removed. A journal of any other operation is
+// logged and left alone. Running Recover again changes nothing.
 func (s *Service) Recover(ctx context.Context) error {
 	js, err := s.store.ListLifecycleJournals(ctx)
 	if err != nil {
@@ -42,15 +41,9 @@ func (s *Service) recoverJournal(ctx context.Context, j *desk.LifecycleJournal) 
 	switch j.Op {
 	case desk.OpOffboard, desk.OpRestore, desk.OpPurge:
 	default:
-		s.mu.Lock()
-		fn := s.recoverers[j.Op]
-		s.mu.Unlock()
-		if fn == nil {
-			s.log.Warn("a lifecycle journal of an operation this desk does not know is left alone",
-				desk.LogJournalID, j.ID, "op", j.Op, desk.LogWorkspaceID, j.WorkspaceID)
-			return nil
-		}
-		return fn(ctx, j)
+		s.log.Warn("a lifecycle journal of an operation this desk does not know is left alone",
+			desk.LogJournalID, j.ID, "op", j.Op, desk.LogWorkspaceID, j.WorkspaceID)
+		return nil
 	}
 	release, err := s.acquire(ctx, j.Op, j.WorkspaceID)
 	if desk.IsCode(err, desk.ECONFLICT) {

@@ -16,8 +16,7 @@
 // Callers that already hold a workspace's lease (absorb, which holds both
 // its workspaces' leases and then offboards the source) pass
 // OffboardInput.HeldLease, so the offboarding does not ask for the lease it
-// is running under. Other packages with journaled operations register
-// their recovery with RegisterRecovery, so one pass at startup covers all.
+// is running under.
 //
 // It must never delete a catalog row, reuse a workspace id, move a
 // directory before the catalog says so, or touch a workspace whose lease
@@ -45,12 +44,6 @@ const EBLOCKED = desk.EBLOCKED
 type Archive interface {
 	CloseWorkspace(ctx context.Context, ws string) error
 }
-
-// RecoverFunc finishes or rolls back one interrupted operation of another
-// package, given its journal. It takes whatever leases it needs itself and
-// deletes the journal when done; a second call with the same journal must
-// change nothing.
-type RecoverFunc func(ctx context.Context, j *desk.LifecycleJournal) error
 
 // Options configure the service.
 type Options struct {
@@ -82,9 +75,7 @@ type Service struct {
 	opts  Options
 	log   *slog.Logger
 
-	mu         sync.Mutex
-	guard      *Guard
-	recoverers map[string]RecoverFunc
+	guard *Guard
 
 	sessionWS sync.Map // session id → workspace id; a session never moves
 }
@@ -101,18 +92,11 @@ func New(store Store, home layout.Home, opts Options) *Service {
 	if opts.Now == nil {
 		opts.Now = desk.Now
 	}
-	return &Service{store: store, home: home, opts: opts, log: opts.Logger, guard: opts.Guard, recoverers: map[string]RecoverFunc{}}
+	return &Service{store: store, home: home, opts: opts, log: opts.Logger, guard: opts.Guard}
 }
 
 // Guard returns the operation guard (nil when none was given).
 func (s *Service) Guard() *Guard { return s.guard }
-
-// RegisterRecovery has Recover hand journals of op to fn.
-func (s *Service) RegisterRecovery(op string, fn RecoverFunc) {
-	s.mu.Lock()
-	s.recoverers[op] = fn
-	s.mu.Unlock()
-}
 
 func (s *Service) acquire(ctx context.Context, op, ws string) (func(), error) {
 	g := s.Guard()

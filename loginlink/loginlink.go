@@ -59,9 +59,6 @@ func New(token string, ttl time.Duration, now func() time.Time) *Codes {
 	return &Codes{token: token, ttl: ttl, now: now}
 }
 
-// TTL is how long a fresh code stays valid.
-func (c *Codes) TTL() time.Duration { return c.ttl }
-
 // Issue makes a fresh code and says when it expires.
 func (c *Codes) Issue() (code string, expires time.Time) {
 	b := make([]byte, 32)

@@ -141,18 +141,31 @@ func New(o Options) *Host {
 
 func (h *Host) Open(context.Context) error { return nil }
 
-// Close stops every child and waits for their supervisors.
-func (h *Host) Close(context.Context) error {
+// Close stops every child, all at once, and waits for their supervisors.
+// A protocol close may wait for its child to end by itself; when ctx ends
+// first, the process trees still there are killed at once and Close
+// returns ctx.Err() without waiting further. A later Close (it is
+// idempotent) waits for what the first one left running.
+func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	h.closed = true
 	cs := h.children
 	h.children = map[string]*child{}
 	h.mu.Unlock()
 	for _, c := range cs {
-		c.stop()
+		h.wg.Go(c.stop)
 	}
-	h.wg.Wait()
-	return nil
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	for _, c := range cs {
+		c.kill()
+	}
+	return ctx.Err()
 }
 
 // StopSession stops the session's child, if it has one, and waits until
@@ -201,11 +214,7 @@ func (h *Host) stopWhere(ctx context.Context, match func(*child) bool) error {
 	case <-ctx.Done():
 	}
 	for _, c := range cs {
-		select {
-		case <-c.exited:
-		default:
-			c.proc.Kill()
-		}
+		c.kill()
 	}
 	<-done
 	return nil
@@ -273,6 +282,16 @@ type child struct {
 	idle        *time.Timer
 	busy        bool
 	stopOnce    sync.Once
+}
+
+// kill ends the child's process tree now, unless it has already exited,
+// without waiting for a protocol close that stop may be in.
+func (c *child) kill() {
+	select {
+	case <-c.exited:
+	default:
+		c.proc.Kill()
+	}
 }
 
 func (c *child) stop() {

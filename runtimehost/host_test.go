@@ -32,6 +32,9 @@ type double struct {
 	// for hold to close.
 	opening chan struct{}
 	hold    chan struct{}
+	// closeHold, when set, makes Close wait for it to close: a protocol
+	// close that waits for its child to end by itself.
+	closeHold chan struct{}
 }
 
 func (d *double) Args(string) []string { return nil }
@@ -99,7 +102,12 @@ func (c *dconn) Cancel(context.Context) error {
 	}
 	return nil
 }
-func (c *dconn) Close() error { return nil }
+func (c *dconn) Close() error {
+	if c.d.closeHold != nil {
+		<-c.d.closeHold
+	}
+	return nil
+}
 
 type fixture struct {
 	store desk.Store

@@ -2,10 +2,12 @@ package runtimehost_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/desk-runtime/desk"
 )
@@ -124,5 +126,41 @@ func TestStopDuringStartKeepsNoChild(t *testing.T) {
 	}
 	if h.Running() != 0 || len(withMarker(t, marker)) != 0 {
 		t.Fatalf("a child is kept for a session being deleted (%d, %q)", h.Running(), withMarker(t, marker))
+	}
+}
+
+// Close honours its context: when a child's protocol close outlasts the
+// deadline, Close returns the context's error instead of waiting, and
+// stays idempotent: a second Close with a deadline gives up the same way
+// while the protocol close still hangs, and one after it ends returns nil
+// with the child's process gone.
+func TestCloseHonoursItsContext(t *testing.T) {
+	t.Parallel()
+	marker := "desk-close-test-" + desk.NewID("m")
+	f := setup(t, "/bin/sh", "-c", "cat; :", marker)
+	f.d.closeHold = make(chan struct{})
+	h := f.host()
+	ctx := context.Background()
+	if _, err := h.Execute(ctx, f.turn(&emitted{}, "one")); err != nil {
+		t.Fatal(err)
+	}
+	if h.Running() != 1 {
+		t.Fatalf("%d children after the turn, want 1", h.Running())
+	}
+	for range 2 {
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		err := h.Close(short)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Close past its deadline returned %v, want %v", err, context.DeadlineExceeded)
+		}
+	}
+	close(f.d.closeHold)
+	must(t, h.Close(ctx))
+	if h.Running() != 0 {
+		t.Fatalf("%d children after Close", h.Running())
+	}
+	if ps := withMarker(t, marker); len(ps) != 0 {
+		t.Fatalf("Close returned while the child still runs: %q", ps)
 	}
 }

@@ -102,12 +102,22 @@ func usable(dir string) bool {
 // still holding processes cannot be removed, and one of a live desk is
 // left alone.
 func removeStale(dir string) {
+	for _, name := range deadDeskDirs(dir, "desk-cmd-") {
+		_ = os.Remove(filepath.Join(dir, name))
+	}
+}
+
+// deadDeskDirs lists the directories in dir named prefix, a desk
+// process's pid, then anything, whose process is gone: what a crashed desk
+// left behind. This process's own and a live desk's are not listed.
+func deadDeskDirs(dir, prefix string) []string {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return
+		return nil
 	}
+	var dead []string
 	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), "desk-cmd-")
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
 		if !ok || !e.IsDir() {
 			continue
 		}
@@ -118,8 +128,9 @@ func removeStale(dir string) {
 		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
 			continue
 		}
-		_ = os.Remove(filepath.Join(dir, e.Name()))
+		dead = append(dead, e.Name())
 	}
+	return dead
 }
 
 var cgroupSeq atomic.Uint64

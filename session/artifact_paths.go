@@ -18,6 +18,7 @@ import (
 	"github.com/desk-runtime/desk/atomicfile"
 	"github.com/desk-runtime/desk/classify"
 	"github.com/desk-runtime/desk/fsjail"
+	"github.com/desk-runtime/desk/internal/diskerr"
 	"github.com/desk-runtime/desk/layout"
 )
 
@@ -102,7 +103,7 @@ func noLinks(root *os.Root, sessionDir, rel string) error {
 			return nil
 		}
 		if err != nil {
-			return storageErr("check path", err)
+			return diskerr.Wrap("check path", err)
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			return desk.Errorf(desk.EFORBIDDEN, "%s goes through a symbolic link; the file API does not follow links", rel)
@@ -143,7 +144,7 @@ func (s *Artifacts) PutPath(ctx context.Context, sessionID, rel string, in desk.
 	}
 	defer f.Abort()
 
-	unlock := s.locks.lock(x.ID + "/" + rel)
+	unlock := s.locks.Lock(x.ID + "/" + rel)
 	defer unlock()
 	old, err := s.store.ArtifactByPath(ctx, x.ID, rel)
 	switch {
@@ -194,7 +195,7 @@ func (s *Artifacts) PutPath(ctx context.Context, sessionID, rel string, in desk.
 
 	if err := f.Close(); err != nil {
 		undo()
-		return nil, false, storageErr("store artifact", err)
+		return nil, false, diskerr.Wrap("store artifact", err)
 	}
 	prev, err := s.keepRevision(root, old)
 	if err != nil {
@@ -258,7 +259,7 @@ func (s *Artifacts) DeleteByPath(ctx context.Context, sessionID, rel string) (*d
 	if rel, err = relArtifact(rel); err != nil {
 		return nil, err
 	}
-	unlock := s.locks.lock(x.ID + "/" + rel)
+	unlock := s.locks.Lock(x.ID + "/" + rel)
 	defer unlock()
 	a, err := s.store.ArtifactByPath(ctx, x.ID, rel)
 	if err != nil {
@@ -288,7 +289,7 @@ func (s *Artifacts) IndexPath(ctx context.Context, sessionID, rel string) (*desk
 	if err := noLinks(root, layout.SessionRel(x.Actor, x.ID), rel); err != nil {
 		return nil, err
 	}
-	unlock := s.locks.lock(x.ID + "/" + rel)
+	unlock := s.locks.Lock(x.ID + "/" + rel)
 	defer unlock()
 	if a, err := s.store.ArtifactByPath(ctx, x.ID, rel); err == nil {
 		return a, nil
@@ -377,14 +378,14 @@ func (s *Artifacts) indexLocked(ctx context.Context, root *os.Root, x *desk.Sess
 		return nil, desk.Errorf(desk.ENOTFOUND, "/sessions/%s/%s: no such file", x.ID, rel)
 	}
 	if err != nil {
-		return nil, storageErr("index artifact", err)
+		return nil, diskerr.Wrap("index artifact", err)
 	}
 	if !lfi.Mode().IsRegular() {
 		return nil, desk.Errorf(desk.EINVALID, "/sessions/%s/%s is not a regular file (links and special files are never indexed)", x.ID, rel)
 	}
 	f, err := root.Open(target)
 	if err != nil {
-		return nil, storageErr("index artifact", err)
+		return nil, diskerr.Wrap("index artifact", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()

@@ -10,12 +10,13 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"syscall"
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/atomicfile"
 	"github.com/desk-runtime/desk/classify"
 	"github.com/desk-runtime/desk/fsjail"
+	"github.com/desk-runtime/desk/internal/diskerr"
+	"github.com/desk-runtime/desk/internal/keyedmutex"
 	"github.com/desk-runtime/desk/layout"
 )
 
@@ -42,7 +43,7 @@ type Artifacts struct {
 	store Store
 	home  layout.Home
 	opts  ArtifactOptions
-	locks keyed
+	locks keyedmutex.Map // one writer per artifact or path at a time
 }
 
 var (
@@ -78,7 +79,7 @@ func (s *Artifacts) receive(root *os.Root, target, name string, in desk.Artifact
 	}
 	f, err := atomicfile.Create(root, target)
 	if err != nil {
-		return nil, r, storageErr("create artifact file", err)
+		return nil, r, diskerr.Wrap("create artifact file", err)
 	}
 	body := in.Body
 	if s.opts.MaxBytes > 0 {
@@ -89,8 +90,8 @@ func (s *Artifacts) receive(root *os.Root, target, name string, in desk.Artifact
 	if err != nil {
 		f.Abort()
 		var werr *atomicfile.WriteError
-		if errors.As(err, &werr) || isNoSpace(err) {
-			return nil, r, storageErr("write artifact", err)
+		if errors.As(err, &werr) || desk.NoSpace(err) {
+			return nil, r, diskerr.Wrap("write artifact", err)
 		}
 		return nil, r, desk.Errorf(desk.BodyCode(err), "upload of %s interrupted after %d bytes: %v", name, n, err)
 	}
@@ -118,19 +119,6 @@ func (s *Artifacts) receive(root *os.Root, target, name string, in desk.Artifact
 type eofReader struct{}
 
 func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
-
-func isNoSpace(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
-}
-
-// storageErr reports a full disk as insufficient_storage and anything else
-// as a machine failure.
-func storageErr(what string, err error) error {
-	if isNoSpace(err) {
-		return desk.Errorf(desk.ENOSPACE, "%s: the disk is full", what)
-	}
-	return fmt.Errorf("%s: %w", what, err)
-}
 
 func (s *Artifacts) openRoot(ws string) (*os.Root, error) {
 	dir := s.home.Workspace(ws)
@@ -162,7 +150,7 @@ func (s *Artifacts) Create(ctx context.Context, sessionID string, in desk.Artifa
 	if in.Immutable {
 		rel = ImmutableDir + "/" + name
 	}
-	unlock := s.locks.lock(x.ID + "/" + rel)
+	unlock := s.locks.Lock(x.ID + "/" + rel)
 	defer unlock()
 	root, err := s.openRoot(x.WorkspaceID)
 	if err != nil {
@@ -238,7 +226,7 @@ func (s *Artifacts) repeated(old *desk.Artifact, in desk.ArtifactPut) (*desk.Art
 func (s *Artifacts) create(ctx context.Context, root *os.Root, a *desk.Artifact, f *atomicfile.File, undo func()) error {
 	if err := f.Close(); err != nil {
 		undo()
-		return storageErr("store artifact", err)
+		return diskerr.Wrap("store artifact", err)
 	}
 	a.Pending = f.Temp
 	if err := s.store.CreateArtifact(ctx, a); err != nil {
@@ -256,7 +244,7 @@ func (s *Artifacts) create(ctx context.Context, root *os.Root, a *desk.Artifact,
 // clears the claim. If desk stops in between, Recover does the same.
 func (s *Artifacts) settlePending(ctx context.Context, root *os.Root, a *desk.Artifact) error {
 	if err := atomicfile.Install(root, a.Pending, fileOf(a)); err != nil {
-		return storageErr("install artifact", err)
+		return diskerr.Wrap("install artifact", err)
 	}
 	if err := s.store.SetArtifactPending(ctx, a.ID, ""); err != nil {
 		return err
@@ -335,7 +323,7 @@ func (s *Artifacts) Update(ctx context.Context, sessionID, id string, in desk.Ar
 	if err != nil {
 		return nil, err
 	}
-	unlock := s.locks.lock(x.ID + "/" + a.RelPath)
+	unlock := s.locks.Lock(x.ID + "/" + a.RelPath)
 	defer unlock()
 	if a, err = s.store.GetArtifact(ctx, id); err != nil {
 		return nil, err
@@ -355,7 +343,7 @@ func (s *Artifacts) Update(ctx context.Context, sessionID, id string, in desk.Ar
 	}
 	defer f.Abort()
 	if err := f.Close(); err != nil {
-		return nil, storageErr("store artifact", err)
+		return nil, diskerr.Wrap("store artifact", err)
 	}
 	undo, err := s.admit(ctx, x, a.Size, got.size)
 	if err != nil {
@@ -380,14 +368,14 @@ func (s *Artifacts) Update(ctx context.Context, sessionID, id string, in desk.Ar
 func (s *Artifacts) keepRevision(root *os.Root, a *desk.Artifact) (*desk.ArtifactRevision, error) {
 	rev := layout.RevisionRel(a.ID, a.Revision)
 	if err := root.MkdirAll(layout.RevisionDirRel(a.ID), 0o755); err != nil {
-		return nil, storageErr("keep revision", err)
+		return nil, diskerr.Wrap("keep revision", err)
 	}
 	_ = root.Remove(rev) // debris of an earlier attempt that crashed
 	if err := root.Link(fileOf(a), rev); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
-		return nil, storageErr("keep revision", err)
+		return nil, diskerr.Wrap("keep revision", err)
 	}
 	return &desk.ArtifactRevision{Revision: a.Revision, Kind: a.Kind, MediaType: a.MediaType, Size: a.Size, SHA256: a.SHA256}, nil
 }
@@ -426,7 +414,7 @@ func (s *Artifacts) Revert(ctx context.Context, sessionID, id string) (*desk.Art
 	if err != nil {
 		return nil, err
 	}
-	unlock := s.locks.lock(x.ID + "/" + a.RelPath)
+	unlock := s.locks.Lock(x.ID + "/" + a.RelPath)
 	defer unlock()
 	if a, err = s.store.GetArtifact(ctx, id); err != nil {
 		return nil, err
@@ -447,7 +435,7 @@ func (s *Artifacts) Revert(ctx context.Context, sessionID, id string) (*desk.Art
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, desk.Errorf(desk.ECONFLICT, "the bytes of revision %d of artifact %s are missing; it cannot be reverted", a.Prev.Revision, a.ID)
 		}
-		return nil, storageErr("revert artifact", err)
+		return nil, diskerr.Wrap("revert artifact", err)
 	}
 	defer f.Abort()
 	next := *a
@@ -463,7 +451,7 @@ func (s *Artifacts) Delete(ctx context.Context, sessionID, id string) error {
 	if err != nil {
 		return err
 	}
-	unlock := s.locks.lock(x.ID + "/" + a.RelPath)
+	unlock := s.locks.Lock(x.ID + "/" + a.RelPath)
 	defer unlock()
 	// Hide the row first, then remove bytes, then the row: a crash in
 	// between leaves a row marked deleting that Recover finishes, never a

@@ -29,6 +29,7 @@ import (
 	"github.com/desk-runtime/desk/atomicfile"
 	"github.com/desk-runtime/desk/checkout"
 	"github.com/desk-runtime/desk/fsjail"
+	"github.com/desk-runtime/desk/internal/diskerr"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/workspace"
 )
@@ -66,7 +67,7 @@ func (s *Service) Import(ctx context.Context, r io.Reader, opts desk.ImportOptio
 	}
 	staging, err := s.stage()
 	if err != nil {
-		return nil, storageErr("create the import staging directory", err)
+		return nil, diskerr.Discarded("create the import staging directory", err)
 	}
 	defer func() {
 		os.RemoveAll(staging)
@@ -75,7 +76,7 @@ func (s *Service) Import(ctx context.Context, r io.Reader, opts desk.ImportOptio
 	}()
 	for _, d := range []string{"tree", metaDir} {
 		if err := os.Mkdir(filepath.Join(staging, d), 0o755); err != nil {
-			return nil, storageErr("create the import staging directory", err)
+			return nil, diskerr.Discarded("create the import staging directory", err)
 		}
 	}
 
@@ -108,24 +109,24 @@ func (s *Service) Import(ctx context.Context, r io.Reader, opts desk.ImportOptio
 		return nil, err
 	}
 	if err := syncTree(x.tree); err != nil {
-		return nil, storageErr("import", err)
+		return nil, diskerr.Discarded("import", err)
 	}
 
 	if err := os.MkdirAll(s.home.Workspaces(), 0o755); err != nil {
-		return nil, storageErr("import", err)
+		return nil, diskerr.Discarded("import", err)
 	}
 	if err := x.tree.MkdirAll(path.Dir(pendingMarker), 0o755); err != nil {
-		return nil, storageErr("import", err)
+		return nil, diskerr.Discarded("import", err)
 	}
 	marker, _ := json.Marshal(markerInfo{Host: hostname(), PID: os.Getpid(), At: time.Now().UTC()})
 	if err := x.tree.WriteFile(pendingMarker, marker, 0o644); err != nil {
-		return nil, storageErr("import", err)
+		return nil, diskerr.Discarded("import", err)
 	}
 	if err := os.Rename(filepath.Join(staging, "tree"), target); err != nil {
 		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
 			return nil, desk.Errorf(desk.ECONFLICT, "workspace %s already exists in this desk", ws)
 		}
-		return nil, storageErr("import", err)
+		return nil, diskerr.Discarded("import", err)
 	}
 	syncDir(s.home.Workspaces())
 
@@ -464,8 +465,8 @@ func (x *extractor) regular(tr io.Reader, h *tar.Header, root *os.Root, name str
 	if err != nil {
 		f.Close()
 		var de *desk.Error
-		if isNoSpace(err) {
-			return storageErr("import", err)
+		if desk.NoSpace(err) {
+			return diskerr.Discarded("import", err)
 		} else if errors.As(err, &de) {
 			return err
 		}
@@ -525,8 +526,8 @@ func (x *extractor) checkRatio(unpacked int64) error {
 }
 
 func (x *extractor) diskErr(name string, err error) error {
-	if isNoSpace(err) {
-		return storageErr("import", err)
+	if desk.NoSpace(err) {
+		return diskerr.Discarded("import", err)
 	}
 	if err.Error() == "path escapes from parent" || errors.Is(err, syscall.ELOOP) {
 		return desk.Errorf(desk.EINVALID, "archive entry %q leads out of the workspace; refused", name)
@@ -699,21 +700,6 @@ type markerInfo struct {
 func hostname() string {
 	h, _ := os.Hostname()
 	return h
-}
-
-func isNoSpace(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
-}
-
-func storageErr(what string, err error) error {
-	if isNoSpace(err) {
-		return desk.Errorf(desk.ENOSPACE, "%s: the disk is full; nothing was kept", what)
-	}
-	var de *desk.Error
-	if errors.As(err, &de) {
-		return err
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }
 
 func syncDir(dir string) {

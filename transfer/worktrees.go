@@ -10,6 +10,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/checkout"
+	"github.com/desk-runtime/desk/internal/diskerr"
 	"github.com/desk-runtime/desk/layout"
 )
 
@@ -29,7 +30,7 @@ func (x *extractor) relinkWorktrees(target string) error {
 		return nil
 	}
 	if err != nil {
-		return storageErr("import", err)
+		return diskerr.Discarded("import", err)
 	}
 	for _, e := range ents {
 		name := e.Name()
@@ -59,10 +60,10 @@ func (x *extractor) relinkWorktrees(target string) error {
 		newAdmin := filepath.Join(target, filepath.FromSlash(admin))
 		newDotgit := filepath.Join(target, filepath.FromSlash(dotgit))
 		if err := x.tree.WriteFile(dotgit, []byte("gitdir: "+newAdmin+"\n"), 0o644); err != nil {
-			return storageErr("import", err)
+			return diskerr.Discarded("import", err)
 		}
 		if err := x.tree.WriteFile(path.Join(admin, "gitdir"), []byte(newDotgit+"\n"), 0o644); err != nil {
-			return storageErr("import", err)
+			return diskerr.Discarded("import", err)
 		}
 	}
 	return nil

@@ -310,23 +310,6 @@ func TestAssembler(t *testing.T) {
 	}
 }
 
-func TestEstimateTokens(t *testing.T) {
-	if EstimateTextTokens("") != 0 || EstimateTextTokens("abcd") != 1 || EstimateTextTokens("abcde") != 2 {
-		t.Error("ASCII estimate")
-	}
-	if got := EstimateTextTokens("你好世界"); got != 4 {
-		t.Errorf("CJK estimate %d", got)
-	}
-	req := Request{
-		System:   strings.Repeat("x", 400),
-		Messages: []Message{{Role: RoleUser, Content: strings.Repeat("y", 400)}},
-		Tools:    []Tool{{Name: "t", Parameters: json.RawMessage(`{}`)}},
-	}
-	if got := EstimateTokens(req); got < 200 || got > 230 {
-		t.Errorf("request estimate %d", got)
-	}
-}
-
 func TestContextWindowFor(t *testing.T) {
 	table := map[string]int{"gpt-4": 8192, "gpt-4o": 128000}
 	for model, want := range map[string]int{"gpt-4o-mini": 128000, "GPT-4": 8192, "openrouter/openai/gpt-4o": 128000, "x": 7} {

@@ -108,18 +108,12 @@ func (t acquire) Run(ctx context.Context, env *Env, call *Call) (*Result, error)
 	return badArg("action", "got %q, want one of fetch, search, note", a.Action), nil
 }
 
-// AllowPrivateFetch lets acquire fetch reach loopback and private
-// addresses. Off by default: a fetch of http://127.0.0.1:7777 would let a
-// prompt reach desk's own API and the machine's other services.
-var AllowPrivateFetch = false
-
-// FetchClient is an HTTP client that refuses private destinations (unless
-// AllowPrivateFetch), follows at most five redirects, and times out.
+// FetchClient is an HTTP client that refuses loopback and private
+// destinations, follows at most five redirects, and times out. The refusal
+// is unconditional: a fetch of http://127.0.0.1:7777 would let a prompt
+// reach desk's own API and the machine's other services.
 func FetchClient() *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: func(network, address string, c syscall.RawConn) error {
-		if AllowPrivateFetch {
-			return nil
-		}
 		host, _, err := net.SplitHostPort(address)
 		if err != nil {
 			return err

@@ -14,6 +14,9 @@ import (
 
 const holdEnv = "DESK_OWNERLOCK_TEST_HOLD"
 
+// held keeps the child's lock file reachable.
+var held *os.File
+
 // TestHelperHold, run as a child process, holds the directory it is given
 // and waits to be killed.
 func TestHelperHold(t *testing.T) {
@@ -21,10 +24,14 @@ func TestHelperHold(t *testing.T) {
 	if dir == "" {
 		t.Skip("a child process of TestSweep")
 	}
-	if _, err := ownerlock.Hold(dir); err != nil {
+	f, err := ownerlock.Hold(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
 	os.Stdout.WriteString("held\n")
+	// The file must stay reachable: a collected *os.File is closed by its
+	// finalizer, which would release the lock while this process lives.
+	held = f
 	select {}
 }
 
@@ -74,9 +81,11 @@ func TestSweep(t *testing.T) {
 	killed := mk(t, base, "x-1-killed")
 	kill := hold(t, killed)
 	own := mk(t, base, "x-own")
-	if _, err := ownerlock.Hold(own); err != nil {
+	ownLock, err := ownerlock.Hold(own)
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer ownLock.Close()
 	ownOther := mk(t, base, "x-own-other-fd")
 	f, err := ownerlock.Hold(ownOther)
 	if err != nil {

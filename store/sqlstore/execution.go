@@ -41,13 +41,6 @@ func optPtr(v int64) *time.Time {
 	return &t
 }
 
-func optMicros(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return micros(t)
-}
-
 func (s *DB) GetSurface(ctx context.Context, id string) (*desk.Surface, error) {
 	return s.getSurface(ctx, s.db, id, "")
 }
