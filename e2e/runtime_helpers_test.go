@@ -55,7 +55,11 @@ func (c modelCall) has(s string) bool {
 type modelAnswer struct {
 	Text    string
 	Command string
-	Wait    <-chan struct{}
+	// Ordinary: the command asks for nothing beyond the runtime's own
+	// sandbox (Codex runs it there without asking), instead of asking to
+	// leave it.
+	Ordinary bool
+	Wait     <-chan struct{}
 }
 
 // scriptedModel is a protocol's strict model server driven by a neutral
@@ -151,8 +155,11 @@ var modelUsage = strict.Usage{Input: 1000, Output: 50}
 // gateway by desk itself (the transport's arguments); codex-acp, an ACP
 // agent like any other, by the operator's arguments naming
 // ${DESK_GATEWAY_URL}, which desk fills in.
-func codexConfig(acp bool) []string {
-	kvs := []string{"model=gpt-test", "approval_policy=on-request", "sandbox_mode=read-only"}
+func codexConfig(acp bool) []string { return codexConfigMode(acp, "read-only") }
+
+// codexConfigMode is codexConfig with Codex's sandbox in mode.
+func codexConfigMode(acp bool, mode string) []string {
+	kvs := []string{"model=gpt-test", "approval_policy=on-request", "sandbox_mode=" + mode}
 	if acp {
 		kvs = append(kvs, "model_provider=desk", "model_providers.desk.name=desk",
 			"model_providers.desk.base_url=${DESK_GATEWAY_URL}/v1",
@@ -196,7 +203,11 @@ func codexModel(args func(bin string) []string) func(*testing.T, string, *script
 			}
 			if a.Command != "" {
 				n++
-				in, _ := json.Marshal(map[string]string{"cmd": a.Command, "sandbox_permissions": "require_escalated", "justification": "the test asks for it"})
+				args := map[string]string{"cmd": a.Command, "sandbox_permissions": "require_escalated", "justification": "the test asks for it"}
+				if a.Ordinary {
+					args = map[string]string{"cmd": a.Command}
+				}
+				in, _ := json.Marshal(args)
 				return strict.Reply{ToolCalls: []strict.Call{{ID: fmt.Sprintf("call_%d", n), Name: "exec_command", Arguments: string(in)}}, Usage: modelUsage}
 			}
 			return strict.Reply{Text: a.Text, Usage: modelUsage}

@@ -820,3 +820,20 @@ func openInheritable(dir string) (int, error) {
 }
 
 func closeFD(fd int) { unix.Close(fd) }
+
+// desk's own commands nest no user namespace (--disable-userns): only a
+// runtime child, which brings its own sandbox, may (spawnArgs).
+func TestBubblewrapCommandsNestNoUserNamespace(t *testing.T) {
+	b := sandboxed(t, DefaultGrace)
+	if !b.userns {
+		t.Skip("this bwrap runs without a user namespace")
+	}
+	if _, err := os.Stat("/usr/bin/unshare"); err != nil {
+		t.Skip("unshare (util-linux) is not installed")
+	}
+	h := newHome(t)
+	res := run(t, b, h.spec("/usr/bin/unshare -U id -u 2>&1 && echo NESTED"))
+	if strings.Contains(res.Stdout, "NESTED") {
+		t.Fatalf("a command made a user namespace:\n%s", res.Stdout)
+	}
+}

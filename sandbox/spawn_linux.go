@@ -248,10 +248,26 @@ func (s *bwrapSpawner) launch(p *plan, installs []Mount, argv []string) (*Proces
 // spawnArgs is bwrap's command line for a runtime child: bwrapArgs's, with
 // the install paths bound read-only after the guest mounts, and the
 // program itself (after the per-process limits) instead of a shell line.
+//
+// One difference: no --disable-userns. A runtime brings its own sandbox
+// and runs every command in it (Codex's is bubblewrap: in its normal
+// modes, read-only and workspace-write, each command runs in a user
+// namespace of its own), which a sandbox that forbids nested user
+// namespaces breaks for every command ("Creating new namespace failed …
+// ENOSPC", issue 26). The child's own sandbox nests inside desk's and can
+// only narrow it: the nested namespace's root is this sandbox's user
+// (desk's uid on the host), with no capability outside it; the seccomp
+// filter (no setuid or setgid bit) is inherited and cannot be dropped;
+// no_new_privs holds; the mounts' nosuid, nodev and read-only flags are
+// locked against a nested namespace; the cgroup and the PID namespace
+// still hold every process. What a nested namespace adds is kernel
+// surface (the calls a namespace's root may make), the price of running
+// the runtime as its users do; desk's own commands keep --disable-userns
+// (docs/decisions.md).
 func spawnArgs(p *plan, installs []Mount, userns bool, argv []string) []string {
 	a := []string{"--die-with-parent", "--new-session", "--unshare-all"}
 	if userns {
-		a = append(a, "--unshare-user", "--disable-userns", "--uid", strconv.Itoa(sandboxUID), "--gid", strconv.Itoa(sandboxUID))
+		a = append(a, "--unshare-user", "--uid", strconv.Itoa(sandboxUID), "--gid", strconv.Itoa(sandboxUID))
 	}
 	if p.network {
 		a = append(a, "--share-net")

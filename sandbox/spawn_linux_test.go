@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -257,5 +258,70 @@ func TestSpawnerBadSpec(t *testing.T) {
 	bad.ReadOnly = []string{"/workspace"}
 	if _, err := s.Spawn(t.Context(), bad); !desk.IsCode(err, desk.EINVALID) {
 		t.Errorf("an install path over a guest mount: %v", err)
+	}
+}
+
+// A runtime child may nest a user namespace (its own sandbox, as Codex's
+// bubblewrap does), and that is all it gains: root of the nested
+// namespace, it tries what an attacker would, and every attempt fails. It
+// cannot make a read-only mount writable (remount, or a bind over it),
+// unmount what hides the host, make a setuid file (the inherited seccomp
+// filter), reach a file desk did not mount, or make a file the host sees
+// as root's. desk's own commands still cannot nest one at all.
+func TestSpawnerNestedUserNamespaceOnlyNarrows(t *testing.T) {
+	s := spawner(t)
+	if _, err := os.Stat("/usr/bin/unshare"); err != nil {
+		t.Skip("unshare (util-linux) is not installed")
+	}
+	h := newHome(t)
+	attack := strings.Join([]string{
+		`id -u`,
+		`mount -o remount,rw /context/grp1 2>/dev/null && echo REMOUNTED-RW`,
+		`mount -o remount,rw,bind /artifacts/immutable 2>/dev/null && echo IMMUTABLE-RW`,
+		`echo x > /context/grp1/new.txt 2>/dev/null && echo CONTEXT-WRITTEN`,
+		`echo x > /artifacts/immutable/new.txt 2>/dev/null && echo IMMUTABLE-WRITTEN`,
+		`umount -l /artifacts/immutable 2>/dev/null && echo UNMOUNTED`,
+		`mount -o remount,bind,suid /workspace 2>/dev/null && echo SUID-MOUNT`,
+		`echo '#!/bin/sh' > /workspace/sx && chmod 4755 /workspace/sx 2>/dev/null; chmod u+s /workspace/sx 2>/dev/null; ls -l /workspace/sx`,
+		`echo owned > /workspace/by-nested-root`,
+		`cat ` + h.root + `/admin.token 2>/dev/null && echo TOKEN-READ`,
+		`cat ` + h.other + ` 2>/dev/null && echo OTHER-READ`,
+		`echo done`,
+	}, "; ")
+	sp, _, _ := h.spawnSpec(t, "")
+	sp.Argv = []string{"/usr/bin/unshare", "-Urm", "/bin/sh", "-c", "exec 2>&1; " + attack}
+	p, err := s.Spawn(t.Context(), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := output(t, p)
+	t.Logf("nested:\n%s", out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) == 0 || lines[0] != "0" || !strings.Contains(out, "done") {
+		t.Fatalf("the child did not become root of a nested user namespace:\n%s", out)
+	}
+	for _, bad := range []string{"REMOUNTED-RW", "IMMUTABLE-RW", "CONTEXT-WRITTEN", "IMMUTABLE-WRITTEN", "UNMOUNTED", "SUID-MOUNT", "TOKEN-READ", "OTHER-READ", secret} {
+		if strings.Contains(out, bad) {
+			t.Errorf("nested root got %s:\n%s", bad, out)
+		}
+	}
+	fi, err := os.Stat(filepath.Join(h.workspace, "sx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+		t.Fatalf("a setuid file on the host: %v", fi.Mode())
+	}
+	for _, f := range []string{"sx", "by-nested-root"} {
+		fi, err := os.Stat(filepath.Join(h.workspace, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uid := fi.Sys().(*syscall.Stat_t).Uid; int(uid) != os.Getuid() {
+			t.Fatalf("%s belongs to uid %d on the host, not desk's %d", f, uid, os.Getuid())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(h.group, "new.txt")); err == nil {
+		t.Fatal("a file appeared in the read-only context mount")
 	}
 }
