@@ -10,6 +10,7 @@ import (
 	"github.com/desk-runtime/desk/agent/provider"
 	"github.com/desk-runtime/desk/agent/tools"
 	"github.com/desk-runtime/desk/fsjail"
+	"github.com/desk-runtime/desk/session"
 )
 
 // declarations are the tools a step declares: every built-in tool but
@@ -36,6 +37,9 @@ type stepInput struct {
 	// of the turn.
 	jail         *fsjail.Jail
 	instructions []extensions.Instruction
+	// workspace names the primary root the prompt marks as the active
+	// project.
+	workspace *desk.Workspace
 }
 
 // assembled is one model request and what went into it.
@@ -82,7 +86,7 @@ func (a *Agent) assemble(ctx context.Context, x *desk.Session, in stepInput) (*a
 	if th != nil {
 		id.ThreadID, env.SurfaceKind = th.ID, desk.SurfaceHandler
 	}
-	system := SystemPrompt(Binding{Identity: id, Thread: th, Instructions: in.instructions, Skills: skills,
+	system := SystemPrompt(Binding{Identity: id, PrimaryRoot: session.PrimaryRoot(in.workspace), Thread: th, Instructions: in.instructions, Skills: skills,
 		Plan: in.plan, ForcePlan: in.forced})
 	req := provider.Request{Model: in.model, System: system, Tools: declarations(env)}
 	ms, err = a.answerDangling(ctx, ms)
@@ -308,7 +312,7 @@ func fitWindow(msgs []provider.Message, system string, window int) []provider.Me
 func (tr *turn) request() (provider.Request, error) {
 	plan, owed := tr.planState()
 	as, err := tr.a.assemble(tr.ctx, tr.x, stepInput{surface: tr.t.Execution.SurfaceID, plan: plan, forced: owed, model: tr.spec.Model,
-		window: tr.prov.ContextWindow(tr.spec.Model), settings: tr.settings, jail: tr.jail, instructions: tr.instructions})
+		window: tr.prov.ContextWindow(tr.spec.Model), settings: tr.settings, jail: tr.jail, instructions: tr.instructions, workspace: tr.w})
 	if err != nil {
 		return provider.Request{}, err
 	}
@@ -355,7 +359,7 @@ func (a *Agent) Context(ctx context.Context, x *desk.Session, surface string) (*
 		return nil, err
 	}
 	defer jail.Close()
-	in := stepInput{surface: surface, model: spec.Model, window: window, settings: settings, jail: jail}
+	in := stepInput{surface: surface, model: spec.Model, window: window, settings: settings, jail: jail, workspace: w}
 	// While a turn of this surface runs here, its next step carries the
 	// turn's pinned plan (or its owed /plan card) and the instructions it
 	// read when it started: show those. Otherwise the next turn reads the

@@ -31,6 +31,10 @@ var promptParts = []struct{ name, text string }{
 // first, so a provider's prompt cache keeps the longest prefix.
 type Binding struct {
 	Identity tools.Identity
+	// PrimaryRoot is the workspace's primary root, marked as the active
+	// project (Wesclaw): where commands start and the repository's
+	// instructions come from. Empty when the workspace has none.
+	PrimaryRoot string
 	// Thread is the handler thread the surface is (nil on the
 	// orchestrator): its role paragraph follows the identity.
 	Thread       *desk.Thread
@@ -67,6 +71,9 @@ func SystemPrompt(b Binding) string {
 			s.WriteString(" (and $DESK_THREAD_ID)")
 		}
 		s.WriteString(". They name the session; they grant nothing: desk stamps the origin of everything you make itself.")
+	}
+	if b.PrimaryRoot != "" {
+		fmt.Fprintf(&s, "\n\nThe active project is %s, the workspace's primary root: commands run there unless you give another cwd.", b.PrimaryRoot)
 	}
 	if t := b.Thread; t != nil {
 		fmt.Fprintf(&s, "\n\nThis conversation is handler thread %s (%q) of thread group %s: the session's orchestrator delegated one objective to you, and its first message here states it. Own it: work and repair locally, ask the user with request_user_input when you must (the answer comes back here), and reply in this thread as usual — ordinary replies never reach the orchestrator. Hand results back with thread_report: without outcome for an important update (or when the orchestrator asks for a report), with outcome delivered, failed or closed to conclude the objective. thread_current and thread_group show your objective and siblings; you cannot start threads.", t.ID, t.Title, t.GroupID)

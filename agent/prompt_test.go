@@ -15,7 +15,8 @@ import (
 func TestSystemPromptBinding(t *testing.T) {
 	base := SystemPrompt(Binding{})
 	b := Binding{
-		Identity: tools.Identity{SessionID: "ses_1", Signature: "@calm-amber-river-a1b2c3", WorkspaceID: "ws_1", ThreadID: "srf_2"},
+		Identity:    tools.Identity{SessionID: "ses_1", Signature: "@calm-amber-river-a1b2c3", WorkspaceID: "ws_1", ThreadID: "srf_2"},
+		PrimaryRoot: "/home/me/project",
 		Instructions: []extensions.Instruction{
 			{Path: "/workspace/AGENTS.md", Size: 100000, Digest: "sha256:aa", Included: true, Truncated: true, Text: "RULE ONE\n", Note: "cut: the file has 100000 bytes"},
 			{Path: "/workspace/CLAUDE.md", Size: 5, Digest: "sha256:bb", Note: "external instructions are off"},
@@ -33,6 +34,7 @@ func TestSystemPromptBinding(t *testing.T) {
 	order := []string{
 		"You work for session ses_1 (@calm-amber-river-a1b2c3) of workspace ws_1, on its handler thread srf_2",
 		"$DESK_THREAD_ID",
+		"The active project is /home/me/project, the workspace's primary root",
 		"=== /workspace/AGENTS.md (100000 bytes, sha256:aa) ===\nRULE ONE\n[desk: cut: the file has 100000 bytes]\n=== end of /workspace/AGENTS.md ===",
 		"=== skill pdf-tools: /workspace/.agents/skills/pdf/SKILL.md ===\nFiles: /workspace/.agents/skills/pdf/fill.py\nUse fill.py.\n=== end of skill pdf-tools ===",
 		"=== skill gone: /workspace/.claude/skills/gone/SKILL.md ===\n[desk: the skill could not be read at this step: /workspace/.claude/skills/gone/SKILL.md does not exist]",
@@ -48,5 +50,8 @@ func TestSystemPromptBinding(t *testing.T) {
 	}
 	if strings.Contains(s, "CLAUDE.md") {
 		t.Fatal("a file left out is in the prompt")
+	}
+	if strings.Contains(base, "active project") {
+		t.Fatal("a workspace without a primary root names an active project")
 	}
 }

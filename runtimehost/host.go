@@ -639,6 +639,12 @@ func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w
 	}
 	mounts = append(mounts, sandbox.Mount{Guest: GuestState, Host: state, Writable: true})
 	env := map[string]string{"HOME": guestHome, "CODEX_HOME": guestHome + "/codex", "CLAUDE_CONFIG_DIR": guestHome + "/claude", "TERM": "dumb"}
+	// The child knows whose it is, as desk's own commands do
+	// (DESK_SESSION_ID, DESK_SIGNATURE, DESK_WORKSPACE_ID): it names, it
+	// grants nothing. Copied after the registration's variables, so a
+	// registration passing desk's own DESK_SESSION_ID cannot name another
+	// session.
+	identity := desk.IdentityOf(x, "").Vars()
 	log := h.o.Logger.With("runtime", rt.Name, "session", x.ID)
 	for _, name := range rt.Env {
 		if why, refused := gateway.Refused(name); refused {
@@ -651,6 +657,7 @@ func (h *Host) start(ctx context.Context, rt *desk.Runtime, tr wire.Transport, w
 			env[name] = v
 		}
 	}
+	maps.Copy(env, identity)
 	argv := append(append([]string{}, rt.Argv...), tr.Args(x.NativeID)...)
 	readOnly := installRoot(rt.Argv[0])
 	ep, gwEnv, err := h.endpoint(gt, direct || st.Network)

@@ -285,3 +285,33 @@ func gatewayModels(t *testing.T) *models.Catalog {
 	}
 	return c
 }
+
+// A runtime child knows whose it is, as desk's commands do: the session,
+// its signature and its workspace, as the session's own values — a
+// registration passing DESK_SESSION_ID from desk's environment does not
+// make it another session's (issue 26 item 6).
+func TestChildGetsItsSessionsIdentity(t *testing.T) {
+	f := scriptedFixture(t)
+	ctx := context.Background()
+	must(t, f.store.DeleteRuntime(ctx, "dbl"))
+	self, err := os.Executable()
+	must(t, err)
+	must(t, f.store.CreateRuntime(ctx, &desk.Runtime{Name: "dbl", Protocol: desk.RuntimeACP, Argv: []string{self},
+		Env: []string{"DESK_TEST_ACP_AGENT", desk.EnvSessionID}, CreatedAt: desk.Now()}))
+	lookup := func(k string) (string, bool) {
+		switch k {
+		case "DESK_TEST_ACP_AGENT":
+			return "1", true
+		case desk.EnvSessionID:
+			return "ses_someone_else", true
+		}
+		return "", false
+	}
+	h := runtimehost.New(runtimehost.Options{Store: f.store, Home: f.home, CancelGrace: time.Second,
+		Transports: map[wire.Protocol]wire.Transport{wire.ACP: acp.Transport{}}, LookupEnv: lookup})
+	defer h.Close(ctx)
+	outs := runScript(t, h, f, []op{{Op: "env", Path: desk.EnvSessionID}, {Op: "env", Path: desk.EnvSignature}, {Op: "env", Path: desk.EnvWorkspaceID}})
+	if outs[0].Content != f.sess.ID || outs[1].Content != f.sess.Signature || outs[2].Content != f.sess.WorkspaceID {
+		t.Fatalf("the child's identity %q %q %q; want %s %s %s", outs[0].Content, outs[1].Content, outs[2].Content, f.sess.ID, f.sess.Signature, f.sess.WorkspaceID)
+	}
+}

@@ -2,48 +2,20 @@ package tools
 
 import "github.com/desk-runtime/desk"
 
-// The variables naming the session a command runs for.
+// The identity of a command is the root's (desk.Identity), which the
+// runtime host gives its children too.
 const (
-	EnvSessionID   = "DESK_SESSION_ID"
-	EnvSignature   = "DESK_SIGNATURE"
-	EnvWorkspaceID = "DESK_WORKSPACE_ID"
-	EnvThreadID    = "DESK_THREAD_ID"
+	EnvSessionID   = desk.EnvSessionID
+	EnvSignature   = desk.EnvSignature
+	EnvWorkspaceID = desk.EnvWorkspaceID
+	EnvThreadID    = desk.EnvThreadID
 )
 
-// Identity is who the agent is working as: its session, that session's
-// readable signature, its workspace, and the handler thread when the turn
-// runs on one. Commands get it as environment variables and the system
-// prompt states it, so a program the agent runs (a CLI of desk, a script
-// that labels its output) can say which session it works for. It names;
-// it grants nothing: every origin is stamped by the server from the
-// running execution, so a command that changes or forges these variables
-// changes only its own environment.
-type Identity struct {
-	SessionID, Signature, WorkspaceID string
-	// ThreadID is set on a handler thread: its thr_ id (the agent sets
-	// it from the thread row); IdentityOf alone, which has no thread,
-	// names the handler surface.
-	ThreadID string
-}
+// Identity is desk.Identity.
+type Identity = desk.Identity
 
-// IdentityOf is the identity of a turn of session x on surface.
-func IdentityOf(x *desk.Session, surface string) Identity {
-	id := Identity{SessionID: x.ID, Signature: x.Signature, WorkspaceID: x.WorkspaceID}
-	if surface != "" && surface != x.SurfaceID {
-		id.ThreadID = surface
-	}
-	return id
-}
-
-// Vars are the identity's environment variables (DESK_THREAD_ID only on
-// a thread).
-func (id Identity) Vars() map[string]string {
-	v := map[string]string{EnvSessionID: id.SessionID, EnvSignature: id.Signature, EnvWorkspaceID: id.WorkspaceID}
-	if id.ThreadID != "" {
-		v[EnvThreadID] = id.ThreadID
-	}
-	return v
-}
+// IdentityOf is desk.IdentityOf.
+func IdentityOf(x *desk.Session, surface string) Identity { return desk.IdentityOf(x, surface) }
 
 // identityVars are the identity variables of a tool call's command.
 func identityVars(env *Env) map[string]string {
