@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,7 +10,19 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk/internal/testwait"
+	"github.com/desk-runtime/desk/store/postgres/pgtest"
 )
+
+// freeAddr is a loopback address no one listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
 
 // TestStartInOwnTerminal: acceptance 1 — background start works, reports
 // success only once the server answers, and status/stop follow it.
@@ -153,4 +166,60 @@ func TestStartReportsFailure(t *testing.T) {
 	if code == 0 || strings.Contains(out, "desk started") || !strings.Contains(out, "listen") {
 		t.Fatalf("bad address start = %d %s", code, out)
 	}
+}
+
+// desk restart brings back the server as it ran: a desk started with its
+// address in DESK_ADDR and its store in DESK_POSTGRES (and a limit in
+// DESK_MAX_ARTIFACT_BYTES) comes back on the same address, the same
+// Postgres store and the same limit when restarted from a shell that has
+// none of them (issue 28 item 4); desk status shows the configuration
+// without the DSN's password; a flag given to restart wins.
+func TestRestartKeepsTheServersConfiguration(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	home := filepath.Join(t.TempDir(), "home")
+	reap(t, home)
+	addr := freeAddr(t)
+	tok := "restart-config-admin-token-0123456789"
+	started := cleanEnv("DESK_HOME="+home, "DESK_ADDR="+addr, "DESK_POSTGRES="+dsn, "DESK_MAX_ARTIFACT_BYTES=4096", "DESK_ADMIN_TOKEN="+tok)
+	if out, code := run(t, started, "start"); code != 0 {
+		t.Fatalf("start = %d %s", code, out)
+	}
+	st := readRunState(home)
+	if st.URL != "http://"+addr {
+		t.Fatalf("started at %s, want %s", st.URL, addr)
+	}
+	admin := api{t: t, url: st.URL, token: tok}
+	admin.must(201, "POST", "/v1/workspaces", map[string]string{"name": "kept"}, nil)
+
+	// Another shell: no address, no store, no limit in its environment.
+	plain := cleanEnv("DESK_HOME="+home, "DESK_ADMIN_TOKEN="+tok, "DESK_POSTGRES=", "DESK_MAX_ARTIFACT_BYTES=")
+	out, code := run(t, plain, "status")
+	if code != statusRunning || !strings.Contains(out, "store: postgres") || !strings.Contains(out, "--max-artifact-bytes=4096") {
+		t.Fatalf("status = %d %s", code, out)
+	}
+	if out, code := run(t, plain, "restart"); code != 0 {
+		t.Fatalf("restart = %d %s", code, out)
+	}
+	after := readRunState(home)
+	if after.State != "running" || after.PID == st.PID || after.URL != st.URL {
+		t.Fatalf("after restart %+v, before %+v", after, st)
+	}
+	if _, body := get(t, after.URL+"/v1/workspaces", tok); !strings.Contains(body, `"kept"`) {
+		t.Fatalf("the restarted server is not on the Postgres store: %s", body)
+	}
+	// The new server took the limit from the recorded flags (this shell
+	// has none) and recorded it again.
+	if out, _ := run(t, plain, "status"); !strings.Contains(out, "--max-artifact-bytes=4096") || strings.Contains(out, "DESK_") {
+		t.Fatalf("status after restart: %s", out)
+	}
+	// A flag given to restart replaces the recorded one.
+	addr2 := freeAddr(t)
+	if out, code := run(t, plain, "restart", "--addr", addr2); code != 0 {
+		t.Fatalf("restart --addr = %d %s", code, out)
+	}
+	if got := readRunState(home).URL; got != "http://"+addr2 {
+		t.Fatalf("restart --addr %s came back at %s", addr2, got)
+	}
+	run(t, plain, "stop")
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,7 +29,80 @@ const (
 	pidFileName = "desk.pid"
 	urlFileName = "desk.url"
 	logFileName = "desk.log"
+	// serveFileName is the configuration the server runs with, as serve
+	// resolved it from its flags and environment; it outlives a stop so
+	// that desk restart starts the same server, whatever the restarting
+	// shell's environment holds.
+	serveFileName = "desk.serve.json"
 )
+
+// serveConfig is what desk.serve.json holds: serve's flags with the values
+// the server ran with (the bound address, not :0; settings that came from
+// the environment as flags), never secrets of the environment (provider
+// keys, the admin token). A Postgres DSN may hold a password: the file is
+// 0600 in DESK_HOME, beside admin.token, and desk status shows the DSN
+// without it.
+type serveConfig struct {
+	Args []string `json:"args"`
+	// Store is "sqlite" or "postgres"; Addr the bound address.
+	Store string `json:"store"`
+	Addr  string `json:"addr"`
+	PID   int    `json:"pid"`
+}
+
+// writeServeConfig records c in home (atomically: a restart never reads
+// half a file).
+func writeServeConfig(home string, c serveConfig) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(home, "."+serveFileName+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(home, serveFileName))
+}
+
+// readServeConfig is the configuration the last server of home recorded;
+// ok is false when there is none (a home served before this file existed).
+func readServeConfig(home string) (serveConfig, bool, error) {
+	var c serveConfig
+	b, err := os.ReadFile(filepath.Join(home, serveFileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, false, nil
+	}
+	if err != nil {
+		return c, false, err
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, false, fmt.Errorf("%s is not desk's: %w", filepath.Join(home, serveFileName), err)
+	}
+	return c, true, nil
+}
+
+// redactArgs is serve flags with a --postgres DSN's password left out.
+func redactArgs(args []string) []string {
+	out := append([]string{}, args...)
+	for i, a := range out {
+		if v, ok := strings.CutPrefix(a, "--postgres="); ok {
+			out[i] = "--postgres=" + redactDSN(v)
+		}
+	}
+	return out
+}
+
+// redactDSN is a Postgres DSN without its password, for display.
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		return "(a DSN that is not a URL)"
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
 
 // Exit statuses of `desk status`, as LSB init scripts use them.
 const (
@@ -76,6 +151,9 @@ type runState struct {
 	PID   int    `json:"pid,omitempty"`
 	URL   string `json:"url,omitempty"`
 	Why   string `json:"why,omitempty"`
+	// Config is the configuration the running server recorded (the
+	// Postgres password left out), or the last server's when stopped.
+	Config *serveConfig `json:"config,omitempty"`
 }
 
 func readRunState(ctx context.Context, home string) runState {
@@ -225,7 +303,7 @@ run desk serve for the foreground, or set DESK_FOREGROUND=1 to run desk start in
 the foreground.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return start(cmd, g, addr, pg, wait, "start")
+			return start(cmd, g, nil, addr, pg, wait, "start")
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "", "listen address (env DESK_ADDR; default "+defaultAddr+")")
@@ -234,11 +312,13 @@ the foreground.`,
 	return cmd
 }
 
-func start(cmd *cobra.Command, g *globals, addr, pg string, wait time.Duration, name string) error {
+// start runs desk serve in the background with recorded (a previous
+// server's flags, for restart) and then the flags given here, which win.
+func start(cmd *cobra.Command, g *globals, recorded []string, addr, pg string, wait time.Duration, name string) error {
 	home := firstNonEmpty(g.home, os.Getenv("DESK_HOME"), defaultHome())
 	// Not nil: cobra runs a command whose args are nil on os.Args, which
 	// here would be "start" (unknown to serve).
-	serveArgs := []string{}
+	serveArgs := append([]string{}, recorded...)
 	if addr != "" {
 		serveArgs = append(serveArgs, "--addr", addr)
 	}
@@ -331,10 +411,17 @@ func statusCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			home := firstNonEmpty(g.home, os.Getenv("DESK_HOME"), defaultHome())
 			st := readRunState(cmd.Context(), home)
+			if c, ok, err := readServeConfig(home); err == nil && ok {
+				c.Args = redactArgs(c.Args)
+				st.Config = &c
+			}
 			err := out(cmd, g, st, func(w io.Writer) {
 				switch st.State {
 				case "running":
 					fmt.Fprintf(w, "running (pid %d) at %s\n", st.PID, st.URL)
+					if c := st.Config; c != nil && c.PID == st.PID {
+						fmt.Fprintf(w, "store: %s\nserve flags (desk restart uses them): %s\n", c.Store, strings.Join(c.Args, " "))
+					}
 				case "stale":
 					fmt.Fprintf(w, "stale: %s; the pid file is %s (desk stop clears it)\n", st.Why, filepath.Join(home, pidFileName))
 				default:
@@ -410,7 +497,13 @@ func restartCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "restart",
 		Short: "Stop desk and start it again in the background (refused in managed AI environments, before anything stops)",
-		Args:  usageArgs(cobra.NoArgs),
+		Long: `Stop desk and start it again in the background with the configuration it ran
+with: its address, its store (--postgres) and every serve flag, including those
+it took from its environment (recorded in DESK_HOME/desk.serve.json; desk status
+shows them). Flags given to restart replace the recorded ones. Secrets (provider
+keys, DESK_ADMIN_TOKEN) are never recorded: the new server reads them from the
+environment desk restart runs in.`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// The refusal comes before the stop: refusing after stopping
 			// would leave the user with no server at all.
@@ -418,12 +511,19 @@ func restartCmd(g *globals) *cobra.Command {
 				return refuseBackground("restart", marker)
 			}
 			home := firstNonEmpty(g.home, os.Getenv("DESK_HOME"), defaultHome())
+			// The server comes back as it ran (its address, store and
+			// flags, desk.serve.json), not as this shell's environment
+			// would start a new one; flags given here change that.
+			cfg, _, err := readServeConfig(home)
+			if err != nil {
+				return err
+			}
 			msg, err := stop(cmd.Context(), home, timeout)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.ErrOrStderr(), msg)
-			return start(cmd, g, addr, pg, wait, "restart")
+			return start(cmd, g, cfg.Args, addr, pg, wait, "restart")
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "", "listen address (env DESK_ADDR; default "+defaultAddr+")")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent"
@@ -20,6 +21,29 @@ import (
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/models"
 )
+
+// servedWith is the configuration a server runs with, as flags: every
+// serve flag whose value (from the flag or, resolved, from the
+// environment) differs from its default, the address as bound. The
+// variables behind the flags hold the resolved values when this runs.
+func servedWith(cmd *cobra.Command, bound, pg string, pid int) serveConfig {
+	c := serveConfig{Store: "sqlite", Addr: bound, PID: pid, Args: []string{"--addr=" + bound}}
+	if pg != "" {
+		c.Store = "postgres"
+	}
+	// Serve's own flags only: the root's (--token, --server) are the
+	// CLI's, and a token must never be written here.
+	cmd.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+		switch f.Name {
+		case "addr", "home", "login-link", "help":
+			return // the address as bound; the home is where this file is
+		}
+		if v := f.Value.String(); v != f.DefValue {
+			c.Args = append(c.Args, "--"+f.Name+"="+v)
+		}
+	})
+	return c
+}
 
 func serveCmd(g *globals) *cobra.Command {
 	var addr, pg string
@@ -156,6 +180,9 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 				default:
 					if err := writeRunFiles(home, pid, url); err != nil {
 						log.Warn("cannot write the pid file; desk status and desk stop will not find this server", desk.LogErr, err)
+					}
+					if err := writeServeConfig(home, servedWith(cmd, bound.String(), pg, pid)); err != nil {
+						log.Warn("cannot record the serve configuration; desk restart will start with its own flags and environment", desk.LogErr, err)
 					}
 				}
 				log.Info("desk serving", "url", url, "home", home, "store", store,
