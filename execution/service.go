@@ -729,7 +729,7 @@ func (s *Service) ReleaseBlock(ctx context.Context, sessionID, blockID string) (
 	}
 	if b.Kind == desk.BlockBudget && b.Active {
 		// Released by hand it would only block again at the next claim.
-		return nil, desk.Errorf(desk.ECONFLICT, "block %s is a budget block: it is released by raising or clearing the workspace's token_budget (PATCH /v1/workspaces/%s/agent)", b.ID, x.WorkspaceID)
+		return nil, desk.Errorf(desk.ECONFLICT, "block %s is a budget block: it is released by raising or clearing the workspace's token budget (desk workspace budget %s TOKENS, or PATCH /v1/workspaces/%s/agent)", b.ID, x.WorkspaceID, x.WorkspaceID)
 	}
 	out, err := s.store.ReleaseBlock(ctx, blockID, actorOf(ctx), s.opts.Now())
 	if err == nil {

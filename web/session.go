@@ -535,6 +535,14 @@ func plainFailure(reason string) string {
 	switch {
 	case has("no model", "desk_model"):
 		return "This session has no model to answer it."
+	case has("no api key is configured"):
+		// desk never had a key (provider.MissingKey): nothing was refused,
+		// and only the operator can fix it.
+		env := "the provider's key variable"
+		if _, after, ok := strings.Cut(reason, "; set "); ok {
+			env = strings.Fields(after + " ")[0]
+		}
+		return "desk has no API key for this model's provider: whoever runs desk sets " + env + " and restarts it."
 	case has("401", "403", "unauthorized", "forbidden", "api key", "api_key", "authentication"):
 		return "The model provider refused desk's credentials."
 	case has("429", "rate limit", "rate_limit", "quota"):

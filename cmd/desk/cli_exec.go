@@ -223,15 +223,28 @@ func queueCmd(g *globals) *cobra.Command {
 
 func interruptCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "interrupt SES EXE",
+		Use:   "interrupt [SES] EXE",
 		Short: "Interrupt the exact execution and wait until its executor stopped",
-		Args:  usageArgs(cobra.ExactArgs(2)),
+		Long: `Interrupt the exact execution and wait until its executor stopped. The
+execution id names its session; give SES too only to check that it is that
+session's (a mismatch is refused and stops nothing).`,
+		Args: usageArgs(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
-			res, err := c.Interrupt(cmd.Context(), a[0], a[1])
+			ses, exe := "", a[len(a)-1]
+			if len(a) == 2 {
+				ses = a[0]
+			} else {
+				x, err := c.Execution(cmd.Context(), exe)
+				if err != nil {
+					return err
+				}
+				ses = x.SessionID
+			}
+			res, err := c.Interrupt(cmd.Context(), ses, exe)
 			if err != nil {
 				return err
 			}

@@ -27,7 +27,7 @@ without it the admin works on the workspace owner's area and an actor token on
 its own.
 
 Exit codes: 0 ok, 2 usage, 3 invalid request, 4 not allowed, 5 not found,
-6 conflict, 7 server unreachable, 8 too large or disk full, 1 anything else.`
+6 conflict, 7 server unreachable, 11 too large or disk full, 1 anything else.`
 	var actor string
 	cmd.PersistentFlags().StringVar(&actor, "actor", "", "whose area: an actor id or name (admin token only; default: the owner, or the token's own actor)")
 	target := func(ws string) client.FileTarget { return client.FileTarget{Workspace: ws, Actor: actor} }

@@ -114,8 +114,14 @@ session takes its script from --script FILE ("-" for stdin): {"steps":[…]}.`,
 				return err
 			}
 			return out(cmd, g, s, func(o io.Writer) {
+				// Who answers: a registered runtime, or desk's agent on a
+				// model (the desk's default when the session names none).
+				runs := "model " + firstNonEmpty(s.Model, "(the desk's default)")
+				if s.Runtime != "" {
+					runs = "runtime " + s.Runtime
+				}
 				fields(o, "id", s.ID, "signature", s.Signature, "workspace", s.WorkspaceID, "actor", s.Actor,
-					"title", orDash(s.Title), "pinned", yesNo(s.Pinned), "archived", yesNo(s.Archived),
+					"agent", runs, "title", orDash(s.Title), "pinned", yesNo(s.Pinned), "archived", yesNo(s.Archived),
 					"unread", yesNo(s.Unread), "lifecycle", s.Lifecycle,
 					"created", fmtTime(s.CreatedAt), "updated", fmtTime(s.UpdatedAt))
 				if s.Git != nil {

@@ -154,7 +154,7 @@ func TestCLIWorkspacesActorsSessions(t *testing.T) {
 	if s1.Title != "first" || s2.Actor != created.Actor.ID || !desk.HasPrefix(s3.ID, desk.PrefixSession) {
 		t.Fatalf("session create: %+v / %+v / %+v", s1, s2, s3)
 	}
-	if out := c.ok("session", "show", s1.ID); !strings.Contains(out, s1.ID) || !strings.Contains(out, s1.Signature) {
+	if out := c.ok("session", "show", s1.ID); !strings.Contains(out, s1.ID) || !strings.Contains(out, s1.Signature) || !strings.Contains(out, "model ") {
 		t.Errorf("session show = %q", out)
 	}
 
@@ -250,6 +250,11 @@ func TestCLIExitCodes(t *testing.T) {
 		if r.code() != exitUsage {
 			t.Errorf("desk %s: exit code %d (%v), want %d", strings.Join(args, " "), r.code(), r.e, exitUsage)
 		}
+	}
+
+	// desk usage with nothing named says what to name, not "not both".
+	if r := c.run("usage"); r.code() != exitUsage || r.e == nil || !strings.Contains(r.e.Error(), "name a session") || strings.Contains(r.e.Error(), "not both") {
+		t.Errorf("desk usage: %d %v", r.code(), r.e)
 	}
 
 	missing := "ses_00000000000000000000000000"

@@ -22,7 +22,10 @@ title calls), as the providers reported them, per model and in total. With
 its token budget and the workspace-wide usage the budget counts.`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if (len(a) == 1) == (ws != "") {
+			switch {
+			case len(a) == 0 && ws == "":
+				return &usageError{fmt.Errorf("name a session (desk usage SES) or a workspace (desk usage --workspace WS)")}
+			case len(a) == 1 && ws != "":
 				return &usageError{fmt.Errorf("name a session or --workspace WS, not both; usage: %s", cmd.UseLine())}
 			}
 			c, err := g.client()

@@ -140,7 +140,7 @@ func (s *DB) budgetAdmits(ctx context.Context, tx *sql.Tx, srf *desk.Surface, bu
 }
 
 func budgetReason(ws string, budget, used int64) string {
-	return fmt.Sprintf("workspace %s has used %d tokens of its token budget of %d; raise or clear token_budget (PATCH /v1/workspaces/%s/agent) to let work start", ws, used, budget, ws)
+	return fmt.Sprintf("workspace %s has used %d tokens of its token budget of %d; raise or clear the budget to let work start (desk workspace budget %s TOKENS, or PATCH /v1/workspaces/%s/agent {\"token_budget\": …})", ws, used, budget, ws, ws)
 }
 
 // releaseBudgetBlocks releases every active budget block of a workspace
