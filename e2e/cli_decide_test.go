@@ -205,7 +205,7 @@ func TestBinaryApproveDeny(t *testing.T) {
 	if code := send.wait(t); code != exitOK {
 		t.Fatalf("send exit %d\nstderr: %s", code, send.err.String())
 	}
-	if send.out.String() != "It ran.\n" || !strings.Contains(send.err.String(), "[exec_command succeeded]") ||
+	if send.out.String() != "It ran.\n" || !strings.Contains(send.err.String(), "[✓ exec_command  echo approved-ran") ||
 		!strings.Contains(send.err.String(), "["+apr+" approved by admin; the turn goes on]") {
 		t.Fatalf("send after approve: out=%q err=%s", send.out.String(), send.err.String())
 	}
@@ -233,7 +233,7 @@ func TestBinaryApproveDeny(t *testing.T) {
 	if code := send.wait(t); code != exitOK {
 		t.Fatalf("send exit %d after deny\nstderr: %s", code, send.err.String())
 	}
-	if send.out.String() != "I left it.\n" || !strings.Contains(send.err.String(), "[exec_command declined") {
+	if send.out.String() != "I left it.\n" || !strings.Contains(send.err.String(), "[■ exec_command") {
 		t.Fatalf("send after deny: out=%q err=%s", send.out.String(), send.err.String())
 	}
 	// An id of another kind is turned into the right command.

@@ -34,6 +34,7 @@ func addClientCommands(root *cobra.Command, g *globals) {
 		blocksCmd(g),
 		executionsCmd(g),
 		eventsCmd(g),
+		watchCmd(g),
 		filesCmd(g),
 		askCmd(g),
 		templateCmd(g),

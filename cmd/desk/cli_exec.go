@@ -97,7 +97,7 @@ func messageCmd(g *globals) *cobra.Command {
 			return out(cmd, g, ms, func(w io.Writer) {
 				t := newTable(w, "ID", "SEQ", "PARENT", "ROLE", "TEXT")
 				for _, m := range ms {
-					t.row(m.ID, fmt.Sprint(m.Seq), orDash(m.ParentID), m.Role, clip(m.Text, 60))
+					t.row(m.ID, fmt.Sprint(m.Seq), orDash(m.ParentID), m.Role, messageText(m))
 				}
 				t.flush()
 			})
@@ -128,6 +128,32 @@ func messageCmd(g *globals) *cobra.Command {
 	}
 	cmd.AddCommand(ls, edit)
 	return cmd
+}
+
+// messageText is a transcript row's text as a person reads it: a tool
+// step (an assistant message of tool calls only) as its calls' lines, as
+// desk watch shows them; a tool result as what it answered.
+func messageText(m *desk.Message) string {
+	var parts []string
+	if m.Text != "" {
+		parts = append(parts, clip(m.Text, 60))
+	}
+	if len(m.Commands) > 0 {
+		t := newTrace(io.Discard, false)
+		for _, c := range m.Commands {
+			parts = append(parts, strings.TrimSpace(t.commandLine(c)))
+		}
+	} else if len(m.ToolCalls) > 0 {
+		var ns []string
+		for _, c := range m.ToolCalls {
+			ns = append(ns, c.Name)
+		}
+		parts = append(parts, "calls "+strings.Join(ns, ", "))
+	}
+	if m.Role == desk.RoleTool {
+		return clip("→ "+firstNonEmpty(m.ToolName, "tool")+": "+m.Text, 60)
+	}
+	return clip(strings.Join(parts, " · "), 120)
 }
 
 func queueCmd(g *globals) *cobra.Command {
@@ -329,9 +355,10 @@ func executionsCmd(g *globals) *cobra.Command {
 			})
 		},
 	})
-	cmd.AddCommand(&cobra.Command{
+	var events bool
+	show := &cobra.Command{
 		Use:   "show EXE",
-		Short: "Show an execution with its events",
+		Short: "Show an execution: its reply, each tool call as one line, its decisions and outcome (--events: the raw event list)",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			c, err := g.client()
@@ -345,12 +372,29 @@ func executionsCmd(g *globals) *cobra.Command {
 			return out(cmd, g, x, func(w io.Writer) {
 				fields(w, "id", x.ID, "session", x.SessionID, "surface", x.SurfaceID, "phase", x.Phase, "reason", orDash(x.Reason),
 					"requested", fmtTime(x.RequestedAt), "events", fmt.Sprint(len(x.Events)))
-				for _, e := range x.Events {
-					fmt.Fprintf(w, "  %d %s %s\n", e.Seq, e.At.Local().Format("15:04:05.000"), e.Type)
+				if events {
+					for _, e := range x.Events {
+						fmt.Fprintf(w, "  %d %s %s\n", e.Seq, e.At.Local().Format("15:04:05.000"), e.Type)
+					}
+					return
+				}
+				// The turn as desk watch shows it (settled lines only).
+				fmt.Fprintln(w)
+				t := newTrace(w, false)
+				for i := range x.Events {
+					t.event(eventOf(x, &x.Events[i]))
+				}
+				if t.final == nil && x.Terminal() {
+					t.outcome(x)
+				}
+				if !t.col0 {
+					fmt.Fprintln(w)
 				}
 			})
 		},
-	})
+	}
+	show.Flags().BoolVar(&events, "events", false, "list the raw events (seq, time, type) instead of the trace")
+	cmd.AddCommand(show)
 	return cmd
 }
 

@@ -78,8 +78,11 @@ func TestCLISendQueueInterrupt(t *testing.T) {
 	if len(xs) < 3 {
 		t.Fatalf("exec ls: %d", len(xs))
 	}
-	if out := c.ok("exec", "show", xs[0].ID); !strings.Contains(out, xs[0].ID) || !strings.Contains(out, "execution.") {
+	if out := c.ok("exec", "show", xs[0].ID); !strings.Contains(out, xs[0].ID) || !strings.Contains(out, "✓ "+xs[0].ID+" ended") {
 		t.Fatalf("exec show:\n%s", out)
+	}
+	if out := c.ok("exec", "show", "--events", xs[0].ID); !strings.Contains(out, "execution.") {
+		t.Fatalf("exec show --events:\n%s", out)
 	}
 	// events --after 0 replays the log from the start.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -122,7 +125,7 @@ func TestCLIScriptSession(t *testing.T) {
 		t.Fatalf("session model = %q", x.Model)
 	}
 	r := c.run("send", x.ID, "write me a hello file")
-	if r.e != nil || r.out != "I wrote it.\n" || !strings.Contains(r.err, "[write_file succeeded]") || !strings.Contains(r.err, "ended") {
+	if r.e != nil || r.out != "I wrote it.\n" || !strings.Contains(r.err, "[✓ write_file") || !strings.Contains(r.err, "ended") {
 		t.Fatalf("send: out=%q err=%q e=%v", r.out, r.err, r.e)
 	}
 	if out := c.ok("artifact", "ls", x.ID); !strings.Contains(out, "hello.md") {

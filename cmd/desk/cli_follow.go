@@ -111,11 +111,15 @@ func (f *follower) event(e *desk.Event) error {
 		// reply.
 		var c desk.Command
 		if json.Unmarshal(e.Data, &c) == nil && c.FinishedAt != nil {
-			line := fmt.Sprintf("[%s %s", c.Tool, c.Status)
-			if c.Error != "" {
-				line += ": " + c.Error
+			// As desk watch shows it: what ran, how long, how it ended
+			// (a command that exited non-zero is a failure, ✗).
+			t := newTrace(io.Discard, false)
+			fmt.Fprintf(f.info, "[%s]\n", strings.TrimSpace(t.commandLine(&c)))
+			if tail := failureTail(&c); tail != "" {
+				for _, l := range strings.Split(tail, "\n") {
+					fmt.Fprintf(f.info, "  │ %s\n", l)
+				}
 			}
-			fmt.Fprintln(f.info, line+"]")
 		}
 	case mine:
 		f.decision(e)
