@@ -58,13 +58,13 @@ type trace struct {
 	calls map[string]*liveCall // by call id or command id
 	// live is the key of the call whose line is drawn (tty only), "" when
 	// none; col0 says the cursor is at the start of a line.
-	live  string
-	col0  bool
-	seen  map[string]bool // executions given a header
+	live string
+	col0 bool
+	seen map[string]bool // executions given a header
 	// streamed says this step's text came as deltas; a recorded
 	// execution keeps no deltas, only each step's assistant.message.
 	streamed bool
-	final *desk.Execution // the last terminal execution seen
+	final    *desk.Execution // the last terminal execution seen
 }
 
 func newTrace(w io.Writer, tty bool) *trace {
