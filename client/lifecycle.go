@@ -9,9 +9,7 @@ import (
 
 // Catalog lists every workspace ever created (the admin) or the token's own.
 func (c *Client) Catalog(ctx context.Context) ([]*desk.CatalogEntry, error) {
-	var out struct {
-		Workspaces []*desk.CatalogEntry `json:"workspaces"`
-	}
+	var out desk.CatalogList
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/catalog", nil, &out); err != nil {
 		return nil, err
 	}
@@ -50,7 +48,7 @@ func (c *Client) Restore(ctx context.Context, ws string) (*desk.LifecycleResult,
 // the workspace id.
 func (c *Client) Purge(ctx context.Context, ws, confirm string) (*desk.LifecycleResult, error) {
 	var out desk.LifecycleResult
-	if err := c.doJSON(ctx, http.MethodPost, "/v1/workspaces/"+esc(ws)+"/purge", map[string]string{"confirm": confirm}, &out); err != nil {
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/workspaces/"+esc(ws)+"/purge", desk.PurgeRequest{Confirm: confirm}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
