@@ -153,8 +153,8 @@ type GuestList struct {
 
 // ArchiveDays lists the days and files of a workspace's archive.
 type ArchiveDays struct {
-	Days  []string       `json:"days"`
-	Files []*ArchiveFile `json:"files"`
+	Days  []string      `json:"days"`
+	Files []ArchiveFile `json:"files"`
 }
 
 // LogList is a page of the app log.

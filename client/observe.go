@@ -163,10 +163,7 @@ type ArchiveFile = desk.ArchiveFile
 // ArchiveDays lists the days with archive files and the files (of one day
 // when day is set).
 func (c *Client) ArchiveDays(ctx context.Context, ws, day string) ([]string, []ArchiveFile, error) {
-	var out struct {
-		Days  []string      `json:"days"`
-		Files []ArchiveFile `json:"files"`
-	}
+	var out desk.ArchiveDays
 	q := url.Values{}
 	if day != "" {
 		q.Set("day", day)
