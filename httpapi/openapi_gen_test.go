@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -94,7 +95,51 @@ func TestRoutesNameComponents(t *testing.T) {
 	if !have["Error"] {
 		t.Error("components lists no Error, the body of every error answer")
 	}
+	files, err := generateComponents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]any{}
+	for _, b := range files {
+		var part map[string]any
+		if err := json.Unmarshal(b, &part); err != nil {
+			t.Fatal(err)
+		}
+		maps.Copy(all, part)
+	}
+	reached := map[string]bool{}
+	var reach func(name string)
+	reach = func(name string) {
+		if reached[name] {
+			return
+		}
+		reached[name] = true
+		if name == "EventStream" {
+			// Each frame's data is an Event; a string schema cannot
+			// reference it.
+			reach("Event")
+		}
+		b, _ := json.Marshal(all[name])
+		for _, m := range refPattern.FindAllSubmatch(b, -1) {
+			reach(string(m[1]))
+		}
+	}
+	reach("Error")
+	for _, rt := range (&Server{}).routes() {
+		for _, n := range []string{rt.Body, rt.Resp} {
+			if have[n] {
+				reach(n)
+			}
+		}
+	}
+	for _, c := range components {
+		if !reached[c.Name] {
+			t.Errorf("component %s is named by no route and reached from none", c.Name)
+		}
+	}
 }
+
+var refPattern = regexp.MustCompile(`"#/components/schemas/([A-Za-z0-9_]+)"`)
 
 // generateComponents reflects every component and the types it reaches
 // into its file's JSON, keyed by file name.
@@ -136,6 +181,14 @@ func generateComponents() (map[string][]byte, error) {
 			return n
 		},
 		LookupComment: comments.lookup,
+		// The reflector describes structs, slices and maps only; a named
+		// string (a stream's body) gets its comment here.
+		Mapper: func(t reflect.Type) *invopop.Schema {
+			if t.Kind() != reflect.String || t.PkgPath() == "" || names[t] == "" {
+				return nil
+			}
+			return &invopop.Schema{Type: "string", Description: comments.lookup(t, "")}
+		},
 		AdditionalFields: func(t reflect.Type) []reflect.StructField {
 			if !requests[t] {
 				return nil

@@ -171,9 +171,10 @@ var components = []component{
 	{"WorkspaceUsage", "usage", reflect.TypeFor[desk.WorkspaceUsage]()},
 }
 
-// eventStream is a text/event-stream response: "event: <type>\ndata:
-// <json>\n\n" frames, an id line on each so Last-Event-ID resumes.
+// eventStream is a text/event-stream response: frames of an id, an event
+// type and a JSON data line (an Event), so Last-Event-ID resumes.
 type eventStream string
 
-// ndjson is an application/x-ndjson response: one JSON value a line.
+// ndjson is an application/x-ndjson response: one archive record a line,
+// as docs/archive.schema.json documents it.
 type ndjson string
