@@ -233,6 +233,23 @@ func generateComponents() (map[string][]byte, error) {
 	if nameErr != nil {
 		return nil, nameErr
 	}
+	for _, e := range enums {
+		name := names[e.Type]
+		if name == "" {
+			name = e.Type.Name()
+		}
+		s, ok := schemas[name]
+		if !ok || byName[name] != e.Type || s.Properties == nil {
+			return nil, fmt.Errorf("enums names %v, which no component reaches", e.Type)
+		}
+		p, ok := s.Properties.Get(e.Field)
+		if !ok || p.Type != "string" {
+			return nil, fmt.Errorf("enums names %s.%s, which is no string property", name, e.Field)
+		}
+		for _, v := range e.Values {
+			p.Enum = append(p.Enum, v)
+		}
+	}
 	for name, s := range schemas {
 		if t, ok := byName[name]; ok {
 			nullable(s, t)

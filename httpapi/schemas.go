@@ -171,6 +171,61 @@ var components = []component{
 	{"WorkspaceUsage", "usage", reflect.TypeFor[desk.WorkspaceUsage]()},
 }
 
+// enum lists the values of a string field. The values are the root's
+// constants; they are listed here rather than in jsonschema tags on the
+// types because mcpserver infers its tools' schemas from the same types
+// with google/jsonschema-go, which refuses such tags.
+type enum struct {
+	Type   reflect.Type
+	Field  string // the JSON name
+	Values []string
+}
+
+// enums are the string fields of response types that hold one of a set
+// of values.
+var enums = []enum{
+	{reflect.TypeFor[desk.Message](), "role", []string{"user", "assistant"}},
+	{reflect.TypeFor[desk.Command](), "status", []string{"requested", "waiting", "running", "succeeded", "failed", "declined", "cancelled", "unknown"}},
+	{reflect.TypeFor[desk.Approval](), "status", []string{"pending", "approved", "denied", "cancelled"}},
+	{reflect.TypeFor[desk.InputRequest](), "status", []string{"pending", "answered", "defaulted", "cancelled"}},
+	{reflect.TypeFor[desk.Plan](), "status", []string{"proposed", "approved", "declined", "revised"}},
+	{reflect.TypeFor[desk.AgentSettings](), "approval_mode", []string{"user", "auto-review", "full-access"}},
+	{reflect.TypeFor[desk.LogEntry](), "level", []string{"debug", "info", "warn", "error"}},
+	{reflect.TypeFor[desk.Artifact](), "kind", []string{"empty", "pdf", "xlsx", "docx", "pptx", "zip", "png", "jpeg", "gif", "webp", "json", "html", "svg", "csv", "tsv", "markdown", "text", "binary"}},
+	{reflect.TypeFor[desk.ContextBudget](), "level", []string{"neutral", "warn", "high"}},
+	{reflect.TypeFor[desk.ContextBudget](), "source", []string{"provider", "estimate"}},
+	{reflect.TypeFor[desk.Origin](), "kind", []string{"user", "agent", "system"}},
+	{reflect.TypeFor[desk.AskResult](), "status", []string{"dispatched", "unavailable"}},
+	{reflect.TypeFor[desk.AskResult](), "resolution", []string{"exact", "unavailable", "reconstructed"}},
+	{reflect.TypeFor[desk.AskResult](), "reason", []string{"retired-session", "departed-workspace", "purged-workspace", "unknown-workspace", "unknown-target"}},
+	{reflect.TypeFor[desk.Surface](), "kind", []string{"orchestrator", "handler"}},
+	{reflect.TypeFor[desk.QueueItem](), "kind", []string{"user_message", "request_user_input_answer", "thread_followup", "thread_report_notification", "report_request", "initial_handler_start"}},
+	{reflect.TypeFor[desk.QueueItem](), "status", []string{"queued", "dispatching", "delivered", "failed", "cancelled"}},
+	{reflect.TypeFor[desk.Execution](), "phase", []string{"starting", "running", "stopping", "ended", "failed", "interrupted"}},
+	{reflect.TypeFor[desk.Execution](), "outcome", []string{"completed", "failed", "aborted"}},
+	{reflect.TypeFor[desk.Block](), "kind", []string{"user-cooldown", "execution-fault", "budget"}},
+	{reflect.TypeFor[desk.HostPath](), "mode", []string{"ro", "rw"}},
+	{reflect.TypeFor[desk.FileEntry](), "type", []string{"file", "dir", "link"}},
+	{reflect.TypeFor[desk.GCAction](), "kind", []string{"scratch", "temp_file", "item", "revision", "missing", "found", "indexed", "unindexed"}},
+	{reflect.TypeFor[desk.Item](), "kind", []string{"text", "url", "file"}},
+	{reflect.TypeFor[desk.CatalogEntry](), "state", []string{"active", "offboarding", "departed", "restoring", "purging", "purged"}},
+	{reflect.TypeFor[desk.GuestEntry](), "type", []string{"file", "dir"}},
+	{reflect.TypeFor[desk.ReclaimAction](), "kind", []string{"scratch", "temp_file", "item", "revision"}},
+	{reflect.TypeFor[desk.Resolution](), "resolution", []string{"exact", "unavailable", "reconstructed"}},
+	{reflect.TypeFor[desk.Resolution](), "reason", []string{"retired-session", "departed-workspace", "purged-workspace", "unknown-workspace", "unknown-target"}},
+	{reflect.TypeFor[desk.Session](), "lifecycle", []string{"active", "retired"}},
+	{reflect.TypeFor[desk.UpgradeEntry](), "status", []string{"unchanged", "ready", "preserved", "conflict", "add", "remove"}},
+	{reflect.TypeFor[desk.AbsorbEntry](), "status", []string{"ready", "duplicate", "conflict"}},
+	{reflect.TypeFor[desk.AbsorbExclusion](), "reason", []string{"git", "desk-state", "template-managed", "env", "credential", "cache", "symlink", "not-a-regular-file"}},
+	{reflect.TypeFor[desk.Thread](), "state", []string{"active", "concluded"}},
+	{reflect.TypeFor[desk.Thread](), "history", []string{"isolated", "forked"}},
+	{reflect.TypeFor[desk.Episode](), "kind", []string{"update", "conclusion"}},
+	{reflect.TypeFor[desk.EpisodeSummary](), "kind", []string{"update", "conclusion"}},
+	{reflect.TypeFor[desk.WorkspaceUsage](), "scope", []string{"workspace", "actor"}},
+	{reflect.TypeFor[desk.Workspace](), "state", []string{"active", "offboarding", "departed", "restoring", "purging", "purged"}},
+	{reflect.TypeFor[desk.Actor](), "kind", []string{"human", "agent"}},
+}
+
 // eventStream is a text/event-stream response: frames of an id, an event
 // type and a JSON data line (an Event), so Last-Event-ID resumes.
 type eventStream string
