@@ -34,9 +34,7 @@ func (c *Client) Transcript(ctx context.Context, ses string, o TranscriptOptions
 	if o.Branches {
 		q.Set("branches", "true")
 	}
-	var out struct {
-		Messages []*desk.Message `json:"messages"`
-	}
+	var out desk.MessageList
 	if err := c.doJSON(ctx, "GET", withQuery("/v1/sessions/"+esc(ses)+"/messages", q), nil, &out); err != nil {
 		return nil, err
 	}
@@ -47,7 +45,7 @@ func (c *Client) Transcript(ctx context.Context, ses string, o TranscriptOptions
 // branch from that message's parent (edit and resend).
 func (c *Client) EditMessage(ctx context.Context, ses, msg, text string) (*desk.SubmitResult, error) {
 	var out desk.SubmitResult
-	if err := c.doJSON(ctx, "POST", "/v1/sessions/"+esc(ses)+"/messages/"+esc(msg)+"/edit", map[string]string{"text": text}, &out); err != nil {
+	if err := c.doJSON(ctx, "POST", "/v1/sessions/"+esc(ses)+"/messages/"+esc(msg)+"/edit", desk.MessageEdit{Text: text}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -60,9 +58,7 @@ func (c *Client) Approvals(ctx context.Context, ses string, pending bool) ([]*de
 	if pending {
 		q.Set("pending", "true")
 	}
-	var out struct {
-		Approvals []*desk.Approval `json:"approvals"`
-	}
+	var out desk.ApprovalList
 	if err := c.doJSON(ctx, "GET", withQuery("/v1/sessions/"+esc(ses)+"/approvals", q), nil, &out); err != nil {
 		return nil, err
 	}
@@ -72,10 +68,7 @@ func (c *Client) Approvals(ctx context.Context, ses string, pending bool) ([]*de
 // DecideApproval approves or denies a gated tool call.
 func (c *Client) DecideApproval(ctx context.Context, apr, decision, reason string) (*desk.Approval, error) {
 	var out desk.Approval
-	body := map[string]string{"decision": decision}
-	if reason != "" {
-		body["reason"] = reason
-	}
+	body := desk.ApprovalDecision{Decision: decision, Reason: reason}
 	if err := c.doJSON(ctx, "POST", "/v1/approvals/"+esc(apr), body, &out); err != nil {
 		return nil, err
 	}
@@ -84,9 +77,7 @@ func (c *Client) DecideApproval(ctx context.Context, apr, decision, reason strin
 
 // InputRequests lists the questions the agent asked in a session.
 func (c *Client) InputRequests(ctx context.Context, ses string) ([]*desk.InputRequest, error) {
-	var out struct {
-		InputRequests []*desk.InputRequest `json:"input_requests"`
-	}
+	var out desk.InputRequestList
 	if err := c.doJSON(ctx, "GET", "/v1/sessions/"+esc(ses)+"/input-requests", nil, &out); err != nil {
 		return nil, err
 	}
@@ -95,15 +86,12 @@ func (c *Client) InputRequests(ctx context.Context, ses string) ([]*desk.InputRe
 
 // InputAnswered is the answer to AnswerInput: the request, and the queued
 // row when a non-blocking request's answer was queued.
-type InputAnswered struct {
-	InputRequest *desk.InputRequest `json:"input_request"`
-	QueuedItem   *desk.QueueItem    `json:"queued_item,omitempty"`
-}
+type InputAnswered = desk.InputAnswerResult
 
 // AnswerInput answers a question, question id → answer.
 func (c *Client) AnswerInput(ctx context.Context, inp string, answers map[string]string) (*InputAnswered, error) {
 	var out InputAnswered
-	if err := c.doJSON(ctx, "POST", "/v1/input-requests/"+esc(inp)+"/answer", map[string]any{"answers": answers}, &out); err != nil {
+	if err := c.doJSON(ctx, "POST", "/v1/input-requests/"+esc(inp)+"/answer", desk.InputAnswer{Answers: answers}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

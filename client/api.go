@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
@@ -16,10 +15,7 @@ import (
 // Health asks the server whether it is serving and returns its version. It
 // needs no token.
 func (c *Client) Health(ctx context.Context) (string, error) {
-	var out struct {
-		Status  string `json:"status"`
-		Version string `json:"version"`
-	}
+	var out desk.Health
 	if err := c.doJSON(ctx, http.MethodGet, "/healthz", nil, &out); err != nil {
 		return "", err
 	}
@@ -34,13 +30,10 @@ func (c *Client) CreateWorkspace(ctx context.Context, name string) (*desk.Worksp
 	return c.CreateWorkspaceWith(ctx, WorkspaceCreate{WorkspaceCreate: desk.WorkspaceCreate{Name: name}})
 }
 
-// WorkspaceCreate is the body of POST /v1/workspaces.
-type WorkspaceCreate struct {
-	desk.WorkspaceCreate
-	// Template fills checkout/ from a registered template: "name" (the
-	// version registered last) or "name@version"; empty for none.
-	Template string `json:"template,omitempty"`
-}
+// WorkspaceCreate is the body of POST /v1/workspaces. Template fills
+// checkout/ from a registered template: "name" (the version registered
+// last) or "name@version"; empty for none.
+type WorkspaceCreate = desk.WorkspaceCreateRequest
 
 // CreateWorkspaceWith creates a workspace as in describes (admin token only).
 func (c *Client) CreateWorkspaceWith(ctx context.Context, in WorkspaceCreate) (*desk.Workspace, error) {
@@ -53,9 +46,7 @@ func (c *Client) CreateWorkspaceWith(ctx context.Context, in WorkspaceCreate) (*
 
 // ListWorkspaces lists the workspaces the token can see.
 func (c *Client) ListWorkspaces(ctx context.Context) ([]*desk.Workspace, error) {
-	var out struct {
-		Workspaces []*desk.Workspace `json:"workspaces"`
-	}
+	var out desk.WorkspaceList
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/workspaces", nil, &out); err != nil {
 		return nil, err
 	}
@@ -74,14 +65,8 @@ func (c *Client) GetWorkspace(ctx context.Context, id string) (*desk.Workspace, 
 // CreateActor creates an actor of kind "human" or "agent" (empty lets the
 // server choose) and returns it with its token, which is shown only once.
 func (c *Client) CreateActor(ctx context.Context, ws, name, kind string) (*desk.Actor, string, error) {
-	var out struct {
-		Actor *desk.Actor `json:"actor"`
-		Token string      `json:"token"`
-	}
-	in := map[string]string{"name": name}
-	if kind != "" {
-		in["kind"] = kind
-	}
+	var out desk.ActorCreated
+	in := desk.ActorCreate{Name: name, Kind: kind}
 	if err := c.doJSON(ctx, http.MethodPost, "/v1/workspaces/"+esc(ws)+"/actors", in, &out); err != nil {
 		return nil, "", err
 	}
@@ -93,9 +78,7 @@ func (c *Client) CreateActor(ctx context.Context, ws, name, kind string) (*desk.
 
 // ListActors lists a workspace's actors (an actor token sees only itself).
 func (c *Client) ListActors(ctx context.Context, ws string) ([]*desk.Actor, error) {
-	var out struct {
-		Actors []*desk.Actor `json:"actors"`
-	}
+	var out desk.ActorList
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/workspaces/"+esc(ws)+"/actors", nil, &out); err != nil {
 		return nil, err
 	}
@@ -106,16 +89,7 @@ func (c *Client) ListActors(ctx context.Context, ws string) ([]*desk.Actor, erro
 
 // SessionCreate is the input of CreateSession. Actor is an actor id or name;
 // empty means the caller's own actor (the workspace owner for the admin).
-type SessionCreate struct {
-	Actor string `json:"actor,omitempty"`
-	Title string `json:"title,omitempty"`
-	// Model is the session's own model ("" = the server's DESK_MODEL);
-	// Script is the script of a "script" session.
-	Model  string          `json:"model,omitempty"`
-	Script json.RawMessage `json:"script,omitempty"`
-	// Runtime names a registered runtime that runs the session's turns.
-	Runtime string `json:"runtime,omitempty"`
-}
+type SessionCreate = desk.SessionCreateRequest
 
 // CreateSession creates a session in the workspace.
 func (c *Client) CreateSession(ctx context.Context, ws string, in SessionCreate) (*desk.Session, error) {
@@ -140,9 +114,7 @@ func (c *Client) ListSessions(ctx context.Context, ws string, f SessionFilter) (
 	if f.Archived != nil {
 		q.Set("archived", strconv.FormatBool(*f.Archived))
 	}
-	var out struct {
-		Sessions []*desk.Session `json:"sessions"`
-	}
+	var out desk.SessionList
 	if err := c.doJSON(ctx, http.MethodGet, withQuery("/v1/workspaces/"+esc(ws)+"/sessions", q), nil, &out); err != nil {
 		return nil, err
 	}
@@ -159,15 +131,7 @@ func (c *Client) GetSession(ctx context.Context, id string) (*desk.Session, erro
 }
 
 // SessionPatch changes a session's mutable fields; nil fields stay.
-type SessionPatch struct {
-	Title    *string `json:"title,omitempty"`
-	Pinned   *bool   `json:"pinned,omitempty"`
-	Archived *bool   `json:"archived,omitempty"`
-	Unread   *bool   `json:"unread,omitempty"`
-	// Worktree binds the session to a git worktree of the checkout; a
-	// pointer to "" binds it back to the checkout.
-	Worktree *string `json:"worktree,omitempty"`
-}
+type SessionPatch = desk.SessionPatch
 
 // UpdateSession renames, pins, archives or marks a session unread.
 func (c *Client) UpdateSession(ctx context.Context, id string, p SessionPatch) (*desk.Session, error) {
@@ -240,9 +204,7 @@ func (c *Client) UpdateArtifact(ctx context.Context, ses, art string, body io.Re
 
 // ListArtifacts lists the session's artifacts, oldest first.
 func (c *Client) ListArtifacts(ctx context.Context, ses string) ([]*desk.Artifact, error) {
-	var out struct {
-		Artifacts []*desk.Artifact `json:"artifacts"`
-	}
+	var out desk.ArtifactList
 	if err := c.doJSON(ctx, http.MethodGet, artifactsPath(ses), nil, &out); err != nil {
 		return nil, err
 	}
@@ -322,7 +284,7 @@ func (c *Client) DeleteArtifact(ctx context.Context, ses, art string) error {
 // CreateGroup creates a selection group in the workspace.
 func (c *Client) CreateGroup(ctx context.Context, ws, name string) (*desk.Group, error) {
 	var g desk.Group
-	if err := c.doJSON(ctx, http.MethodPost, "/v1/workspaces/"+esc(ws)+"/groups", map[string]string{"name": name}, &g); err != nil {
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/workspaces/"+esc(ws)+"/groups", desk.GroupCreate{Name: name}, &g); err != nil {
 		return nil, err
 	}
 	return &g, nil
@@ -330,9 +292,7 @@ func (c *Client) CreateGroup(ctx context.Context, ws, name string) (*desk.Group,
 
 // ListGroups lists the workspace's selection groups.
 func (c *Client) ListGroups(ctx context.Context, ws string) ([]*desk.Group, error) {
-	var out struct {
-		Groups []*desk.Group `json:"groups"`
-	}
+	var out desk.GroupList
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/workspaces/"+esc(ws)+"/groups", nil, &out); err != nil {
 		return nil, err
 	}
@@ -341,15 +301,14 @@ func (c *Client) ListGroups(ctx context.Context, ws string) ([]*desk.Group, erro
 
 // GetGroup returns a group with its items.
 func (c *Client) GetGroup(ctx context.Context, grp string) (*desk.Group, []*desk.Item, error) {
-	var out struct {
-		desk.Group
-		Items []*desk.Item `json:"items"`
-	}
+	var out desk.GroupWithItems
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/groups/"+esc(grp), nil, &out); err != nil {
 		return nil, nil, err
 	}
-	g := out.Group
-	return &g, out.Items, nil
+	if out.Group == nil {
+		out.Group = &desk.Group{}
+	}
+	return out.Group, out.Items, nil
 }
 
 // DeleteGroup deletes a group; its bindings go with it.
@@ -361,10 +320,7 @@ func itemsPath(grp string) string { return "/v1/groups/" + esc(grp) + "/items" }
 
 // AddTextItem adds a captured text to the group; name may be empty.
 func (c *Client) AddTextItem(ctx context.Context, grp, name, text string) (*desk.Item, error) {
-	in := struct {
-		Text string `json:"text"`
-		Name string `json:"name,omitempty"`
-	}{text, name}
+	in := desk.ItemCreateRequest{Text: &text, Name: name}
 	var it desk.Item
 	if err := c.doJSON(ctx, http.MethodPost, itemsPath(grp), in, &it); err != nil {
 		return nil, err
@@ -374,10 +330,7 @@ func (c *Client) AddTextItem(ctx context.Context, grp, name, text string) (*desk
 
 // AddURLItem adds a URL to the group; title may be empty.
 func (c *Client) AddURLItem(ctx context.Context, grp, rawURL, title string) (*desk.Item, error) {
-	in := struct {
-		URL   string `json:"url"`
-		Title string `json:"title,omitempty"`
-	}{rawURL, title}
+	in := desk.ItemCreateRequest{URL: rawURL, Title: title}
 	var it desk.Item
 	if err := c.doJSON(ctx, http.MethodPost, itemsPath(grp), in, &it); err != nil {
 		return nil, err
@@ -415,12 +368,8 @@ func (c *Client) SetBindings(ctx context.Context, ses string, groupIDs []string)
 	if groupIDs == nil {
 		groupIDs = []string{}
 	}
-	in := struct {
-		GroupIDs []string `json:"group_ids"`
-	}{groupIDs}
-	var out struct {
-		Groups []*desk.Group `json:"groups"`
-	}
+	in := desk.BindingsPut{GroupIDs: groupIDs}
+	var out desk.GroupList
 	if err := c.doJSON(ctx, http.MethodPut, "/v1/sessions/"+esc(ses)+"/bindings", in, &out); err != nil {
 		return nil, err
 	}
@@ -429,9 +378,7 @@ func (c *Client) SetBindings(ctx context.Context, ses string, groupIDs []string)
 
 // Bindings lists the groups the session binds.
 func (c *Client) Bindings(ctx context.Context, ses string) ([]*desk.Group, error) {
-	var out struct {
-		Groups []*desk.Group `json:"groups"`
-	}
+	var out desk.GroupList
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/sessions/"+esc(ses)+"/bindings", nil, &out); err != nil {
 		return nil, err
 	}
@@ -447,9 +394,7 @@ func (c *Client) GuestList(ctx context.Context, ses, path string) ([]desk.GuestE
 	if path != "" {
 		q.Set("path", path)
 	}
-	var out struct {
-		Entries []desk.GuestEntry `json:"entries"`
-	}
+	var out desk.GuestList
 	if err := c.doJSON(ctx, http.MethodGet, withQuery("/v1/sessions/"+esc(ses)+"/guest/list", q), nil, &out); err != nil {
 		return nil, err
 	}
@@ -473,7 +418,7 @@ func (c *Client) GuestFile(ctx context.Context, ses, path string) (io.ReadCloser
 // or "critical" (admin token only). It never deletes an artifact.
 func (c *Client) StoragePressure(ctx context.Context, level string) (*desk.ReclaimReport, error) {
 	var rep desk.ReclaimReport
-	if err := c.doJSON(ctx, http.MethodPost, "/v1/admin/storage-pressure", map[string]string{"level": level}, &rep); err != nil {
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/admin/storage-pressure", desk.PressureRequest{Level: level}, &rep); err != nil {
 		return nil, err
 	}
 	return &rep, nil

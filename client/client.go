@@ -231,12 +231,7 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 // errorFrom turns a non-2xx response into *desk.Error.
 func errorFrom(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	var eb struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
+	var eb desk.ErrorBody
 	if json.Unmarshal(b, &eb) == nil && eb.Error.Code != "" {
 		return &desk.Error{Code: eb.Error.Code, Message: eb.Error.Message}
 	}

@@ -10,10 +10,7 @@ import (
 // "revise" (which needs notes saying what to change). A decided card
 // answers conflict.
 func (c *Client) DecidePlan(ctx context.Context, pln, decision, notes string) (*desk.Plan, error) {
-	in := map[string]string{}
-	if notes != "" {
-		in["notes"] = notes
-	}
+	in := desk.PlanDecision{Notes: notes}
 	var out desk.Plan
 	if err := c.doJSON(ctx, "POST", "/v1/plans/"+esc(pln)+"/"+esc(decision), in, &out); err != nil {
 		return nil, err

@@ -9,14 +9,7 @@ import (
 )
 
 // SubmitInput is a message for POST /v1/sessions/{ses}/messages.
-type SubmitInput struct {
-	Text           string `json:"text"`
-	Surface        string `json:"surface,omitempty"`
-	IdempotencyKey string `json:"idempotency_key,omitempty"`
-	Multitask      string `json:"multitask,omitempty"`
-	Channel        string `json:"channel,omitempty"`
-	ConversationID string `json:"conversation_id,omitempty"`
-}
+type SubmitInput = desk.MessageSubmit
 
 // Send queues a message on a session.
 func (c *Client) Send(ctx context.Context, ses string, in SubmitInput) (*desk.SubmitResult, error) {
@@ -33,9 +26,7 @@ func (c *Client) Queue(ctx context.Context, ses string, all bool) ([]*desk.Queue
 	if all {
 		q.Set("all", "true")
 	}
-	var out struct {
-		Items []*desk.QueueItem `json:"items"`
-	}
+	var out desk.QueueList
 	if err := c.doJSON(ctx, "GET", withQuery("/v1/sessions/"+esc(ses)+"/queue", q), nil, &out); err != nil {
 		return nil, err
 	}
@@ -54,7 +45,7 @@ func (c *Client) QueueOp(ctx context.Context, ses, item, op string) (*desk.Queue
 // QueueMove moves a queued row to the front or back.
 func (c *Client) QueueMove(ctx context.Context, ses, item, to string) (*desk.QueueItem, error) {
 	var out desk.QueueItem
-	if err := c.doJSON(ctx, "POST", "/v1/sessions/"+esc(ses)+"/queue/"+esc(item)+"/move", map[string]string{"to": to}, &out); err != nil {
+	if err := c.doJSON(ctx, "POST", "/v1/sessions/"+esc(ses)+"/queue/"+esc(item)+"/move", desk.QueueMove{To: to}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -63,10 +54,7 @@ func (c *Client) QueueMove(ctx context.Context, ses, item, to string) (*desk.Que
 // ResumeQueue resumes a held surface (the orchestrator when surface is "").
 func (c *Client) ResumeQueue(ctx context.Context, ses, surface string) (*desk.Surface, error) {
 	var out desk.Surface
-	body := map[string]string{}
-	if surface != "" {
-		body["surface"] = surface
-	}
+	body := desk.QueueResume{Surface: surface}
 	if err := c.doJSON(ctx, "POST", "/v1/sessions/"+esc(ses)+"/queue/resume", body, &out); err != nil {
 		return nil, err
 	}
@@ -75,9 +63,7 @@ func (c *Client) ResumeQueue(ctx context.Context, ses, surface string) (*desk.Su
 
 // Executions lists a session's executions, newest first.
 func (c *Client) Executions(ctx context.Context, ses string) ([]*desk.Execution, error) {
-	var out struct {
-		Executions []*desk.Execution `json:"executions"`
-	}
+	var out desk.ExecutionList
 	if err := c.doJSON(ctx, "GET", "/v1/sessions/"+esc(ses)+"/executions", nil, &out); err != nil {
 		return nil, err
 	}
@@ -104,9 +90,7 @@ func (c *Client) Interrupt(ctx context.Context, ses, exe string) (*desk.Interrup
 
 // Blocks lists a session's admission blocks.
 func (c *Client) Blocks(ctx context.Context, ses string) ([]*desk.Block, error) {
-	var out struct {
-		Blocks []*desk.Block `json:"blocks"`
-	}
+	var out desk.BlockList
 	if err := c.doJSON(ctx, "GET", "/v1/sessions/"+esc(ses)+"/blocks", nil, &out); err != nil {
 		return nil, err
 	}

@@ -190,10 +190,7 @@ func (c *Client) WorkspaceGC(ctx context.Context, ws string) (*desk.GCReport, er
 }
 
 // WorkspacePatch sets host paths and the primary root; nil fields stay.
-type WorkspacePatch struct {
-	HostPaths   *[]desk.HostPath `json:"host_paths,omitempty"`
-	PrimaryRoot *string          `json:"primary_root,omitempty"`
-}
+type WorkspacePatch = desk.WorkspacePatchRequest
 
 // PatchWorkspace changes a workspace's host paths and primary root (admin).
 func (c *Client) PatchWorkspace(ctx context.Context, ws string, p WorkspacePatch) (*desk.Workspace, error) {

@@ -5,14 +5,11 @@ import (
 	"net/http"
 
 	"github.com/desk-runtime/desk"
-	"github.com/desk-runtime/desk/lifecycle"
 )
 
 // Catalog lists every workspace ever created (the admin) or the token's own.
 func (c *Client) Catalog(ctx context.Context) ([]*desk.CatalogEntry, error) {
-	var out struct {
-		Workspaces []*desk.CatalogEntry `json:"workspaces"`
-	}
+	var out desk.CatalogList
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/catalog", nil, &out); err != nil {
 		return nil, err
 	}
@@ -30,8 +27,8 @@ func (c *Client) CatalogEntry(ctx context.Context, ws string) (*desk.CatalogEntr
 
 // Offboard offboards a workspace (admin): a running execution answers
 // desk.EBLOCKED; an already departed workspace answers Changed false.
-func (c *Client) Offboard(ctx context.Context, ws string, in lifecycle.OffboardInput) (*lifecycle.Result, error) {
-	var out lifecycle.Result
+func (c *Client) Offboard(ctx context.Context, ws string, in desk.OffboardInput) (*desk.LifecycleResult, error) {
+	var out desk.LifecycleResult
 	if err := c.doJSON(ctx, http.MethodPost, "/v1/workspaces/"+esc(ws)+"/offboard", in, &out); err != nil {
 		return nil, err
 	}
@@ -39,8 +36,8 @@ func (c *Client) Offboard(ctx context.Context, ws string, in lifecycle.OffboardI
 }
 
 // Restore moves a departed workspace back and recalls its sessions (admin).
-func (c *Client) Restore(ctx context.Context, ws string) (*lifecycle.Result, error) {
-	var out lifecycle.Result
+func (c *Client) Restore(ctx context.Context, ws string) (*desk.LifecycleResult, error) {
+	var out desk.LifecycleResult
 	if err := c.doJSON(ctx, http.MethodPost, "/v1/workspaces/"+esc(ws)+"/restore", nil, &out); err != nil {
 		return nil, err
 	}
@@ -49,9 +46,9 @@ func (c *Client) Restore(ctx context.Context, ws string) (*lifecycle.Result, err
 
 // Purge deletes a departed workspace for good (admin); confirm must repeat
 // the workspace id.
-func (c *Client) Purge(ctx context.Context, ws, confirm string) (*lifecycle.Result, error) {
-	var out lifecycle.Result
-	if err := c.doJSON(ctx, http.MethodPost, "/v1/workspaces/"+esc(ws)+"/purge", map[string]string{"confirm": confirm}, &out); err != nil {
+func (c *Client) Purge(ctx context.Context, ws, confirm string) (*desk.LifecycleResult, error) {
+	var out desk.LifecycleResult
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/workspaces/"+esc(ws)+"/purge", desk.PurgeRequest{Confirm: confirm}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -59,8 +56,8 @@ func (c *Client) Purge(ctx context.Context, ws, confirm string) (*lifecycle.Resu
 
 // Ask resolves a target and queues the prompt on the session it resolves
 // to; an unavailable target dispatches nothing and says why.
-func (c *Client) Ask(ctx context.Context, in lifecycle.AskInput) (*lifecycle.AskResult, error) {
-	var out lifecycle.AskResult
+func (c *Client) Ask(ctx context.Context, in desk.AskInput) (*desk.AskResult, error) {
+	var out desk.AskResult
 	if err := c.doJSON(ctx, http.MethodPost, "/v1/ask", in, &out); err != nil {
 		return nil, err
 	}

@@ -16,10 +16,7 @@ import (
 )
 
 // LogPage is one page of the app log.
-type LogPage struct {
-	Entries []*desk.LogEntry `json:"entries"`
-	LastSeq int64            `json:"last_seq"`
-}
+type LogPage = desk.LogList
 
 // Logs reads one page of the app log; q takes the filters of GET /v1/logs
 // (level, min_level, source, q, after_seq, before_seq, session, workspace,
@@ -161,22 +158,12 @@ func (c *Client) TailLogs(ctx context.Context, q url.Values, after int64, fn fun
 }
 
 // ArchiveFile describes one archive file.
-type ArchiveFile struct {
-	Day          string `json:"day"`
-	File         string `json:"file"`
-	Name         string `json:"name"`
-	Channel      string `json:"channel,omitempty"`
-	Conversation string `json:"conversation_id,omitempty"`
-	Size         int64  `json:"size"`
-}
+type ArchiveFile = desk.ArchiveFile
 
 // ArchiveDays lists the days with archive files and the files (of one day
 // when day is set).
 func (c *Client) ArchiveDays(ctx context.Context, ws, day string) ([]string, []ArchiveFile, error) {
-	var out struct {
-		Days  []string      `json:"days"`
-		Files []ArchiveFile `json:"files"`
-	}
+	var out desk.ArchiveDays
 	q := url.Values{}
 	if day != "" {
 		q.Set("day", day)

@@ -8,12 +8,7 @@ import (
 )
 
 // RuntimeAdd is the input of AddRuntime: Env names variables, never values.
-type RuntimeAdd struct {
-	Name     string   `json:"name"`
-	Protocol string   `json:"protocol"`
-	Argv     []string `json:"argv"`
-	Env      []string `json:"env,omitempty"`
-}
+type RuntimeAdd = desk.RuntimeCreate
 
 // AddRuntime registers an external agent runtime (admin).
 func (c *Client) AddRuntime(ctx context.Context, in RuntimeAdd) (*desk.Runtime, error) {
@@ -26,9 +21,7 @@ func (c *Client) AddRuntime(ctx context.Context, in RuntimeAdd) (*desk.Runtime, 
 
 // ListRuntimes lists the registered runtimes (admin).
 func (c *Client) ListRuntimes(ctx context.Context) ([]*desk.Runtime, error) {
-	var out struct {
-		Runtimes []*desk.Runtime `json:"runtimes"`
-	}
+	var out desk.RuntimeList
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/runtimes", nil, &out); err != nil {
 		return nil, err
 	}

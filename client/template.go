@@ -34,9 +34,7 @@ func (c *Client) AddTemplate(ctx context.Context, name, version string, files []
 
 // ListTemplates lists every registered template version.
 func (c *Client) ListTemplates(ctx context.Context) ([]*desk.TemplateVersion, error) {
-	var out struct {
-		Templates []*desk.TemplateVersion `json:"templates"`
-	}
+	var out desk.TemplateList
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/templates", nil, &out); err != nil {
 		return nil, err
 	}

@@ -10,9 +10,7 @@ import (
 // Threads lists a session's handler threads in start order; group ""
 // lists all of them.
 func (c *Client) Threads(ctx context.Context, ses, group string) ([]*desk.Thread, error) {
-	var out struct {
-		Threads []*desk.Thread `json:"threads"`
-	}
+	var out desk.ThreadList
 	p := "/v1/sessions/" + esc(ses) + "/threads"
 	if group != "" {
 		p += "?thread_group_id=" + url.QueryEscape(group)
@@ -34,9 +32,7 @@ func (c *Client) Thread(ctx context.Context, thr string) (*desk.Thread, error) {
 
 // Episodes lists a thread's episodes in the order recorded.
 func (c *Client) Episodes(ctx context.Context, thr string) ([]*desk.Episode, error) {
-	var out struct {
-		Episodes []*desk.Episode `json:"episodes"`
-	}
+	var out desk.EpisodeList
 	if err := c.doJSON(ctx, "GET", "/v1/threads/"+esc(thr)+"/episodes", nil, &out); err != nil {
 		return nil, err
 	}
@@ -45,9 +41,7 @@ func (c *Client) Episodes(ctx context.Context, thr string) ([]*desk.Episode, err
 
 // ThreadGroups lists a session's thread groups.
 func (c *Client) ThreadGroups(ctx context.Context, ses string) ([]*desk.ThreadGroup, error) {
-	var out struct {
-		ThreadGroups []*desk.ThreadGroup `json:"thread_groups"`
-	}
+	var out desk.ThreadGroupList
 	if err := c.doJSON(ctx, "GET", "/v1/sessions/"+esc(ses)+"/thread-groups", nil, &out); err != nil {
 		return nil, err
 	}

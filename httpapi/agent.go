@@ -121,7 +121,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"messages": nonNil(ms)})
+	writeJSON(w, http.StatusOK, desk.MessageList{Messages: nonNil(ms)})
 	return nil
 }
 
@@ -136,7 +136,7 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in struct {
-		Text string `json:"text"`
+		desk.MessageEdit
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
@@ -216,7 +216,7 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": nonNil(as)})
+	writeJSON(w, http.StatusOK, desk.ApprovalList{Approvals: nonNil(as)})
 	return nil
 }
 
@@ -226,8 +226,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in struct {
-		Decision string `json:"decision"`
-		Reason   string `json:"reason"`
+		desk.ApprovalDecision
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
@@ -250,7 +249,7 @@ func (s *Server) inputRequests(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"input_requests": nonNil(rs)})
+	writeJSON(w, http.StatusOK, desk.InputRequestList{InputRequests: nonNil(rs)})
 	return nil
 }
 
@@ -260,7 +259,7 @@ func (s *Server) answerInput(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in struct {
-		Answers map[string]string `json:"answers"`
+		desk.InputAnswer
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
@@ -270,9 +269,9 @@ func (s *Server) answerInput(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"input_request": req}
+	out := desk.InputAnswerResult{InputRequest: req}
 	if res != nil {
-		out["queued_item"] = res.Item
+		out.QueuedItem = res.Item
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -284,7 +283,7 @@ func (s *Server) decidePlan(w http.ResponseWriter, r *http.Request, decision str
 		return err
 	}
 	var in struct {
-		Notes string `json:"notes"`
+		desk.PlanDecision
 		ignoredOrigin
 	}
 	if err := decodeOptional(w, r, &in); err != nil {
@@ -445,6 +444,6 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 	if def == "" {
 		note = "no default model: set DESK_MODEL (openai:<model>, anthropic:<model> or openai-compatible:<base-url>#<model>)"
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"default": def, "models": models, "note": note})
+	writeJSON(w, http.StatusOK, desk.ModelList{Default: def, Models: models, Note: note})
 	return nil
 }

@@ -98,6 +98,6 @@ func (s *Server) archiveDays(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"days": nonNil(days), "files": nonNil(files)})
+	writeJSON(w, http.StatusOK, desk.ArchiveDays{Days: nonNil(days), Files: nonNil(files)})
 	return nil
 }

@@ -60,7 +60,7 @@ func (s *Server) listArtifacts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"artifacts": nonNil(as)})
+	writeJSON(w, http.StatusOK, desk.ArtifactList{Artifacts: nonNil(as)})
 	return nil
 }
 

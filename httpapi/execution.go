@@ -60,12 +60,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in struct {
-		Text           string `json:"text"`
-		Surface        string `json:"surface"`
-		IdempotencyKey string `json:"idempotency_key"`
-		Multitask      string `json:"multitask"`
-		Channel        string `json:"channel"`
-		ConversationID string `json:"conversation_id"`
+		desk.MessageSubmit
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
@@ -100,7 +95,7 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items)})
+	writeJSON(w, http.StatusOK, desk.QueueList{Items: nonNil(items)})
 	return nil
 }
 
@@ -135,7 +130,7 @@ func (s *Server) queueApprove(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) queueMove(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
-		To string `json:"to"`
+		desk.QueueMove
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
@@ -156,7 +151,7 @@ func (s *Server) queueResume(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in struct {
-		Surface string `json:"surface"`
+		desk.QueueResume
 		ignoredOrigin
 	}
 	if err := decodeOptional(w, r, &in); err != nil {
@@ -179,7 +174,7 @@ func (s *Server) surfaces(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"surfaces": nonNil(srfs)})
+	writeJSON(w, http.StatusOK, desk.SurfaceList{Surfaces: nonNil(srfs)})
 	return nil
 }
 
@@ -209,7 +204,7 @@ func (s *Server) executions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"executions": nonNil(xs)})
+	writeJSON(w, http.StatusOK, desk.ExecutionList{Executions: nonNil(xs)})
 	return nil
 }
 
@@ -285,7 +280,7 @@ func (s *Server) blocks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"blocks": nonNil(bs)})
+	writeJSON(w, http.StatusOK, desk.BlockList{Blocks: nonNil(bs)})
 	return nil
 }
 
@@ -332,7 +327,7 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) resolve(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
-		Target desk.ResolveTarget `json:"target"`
+		desk.ResolveRequest
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {

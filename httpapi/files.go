@@ -426,8 +426,7 @@ func (s *Server) patchWorkspace(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in struct {
-		HostPaths   *[]desk.HostPath `json:"host_paths"`
-		PrimaryRoot *string          `json:"primary_root"`
+		desk.WorkspacePatchRequest
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {

@@ -13,7 +13,7 @@ func (s *Server) createGroup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in struct {
-		Name string `json:"name"`
+		desk.GroupCreate
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
@@ -36,7 +36,7 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"groups": nonNil(gs)})
+	writeJSON(w, http.StatusOK, desk.GroupList{Groups: nonNil(gs)})
 	return nil
 }
 
@@ -49,10 +49,7 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct {
-		*desk.Group
-		Items []*desk.Item `json:"items"`
-	}{g, nonNil(items)})
+	writeJSON(w, http.StatusOK, desk.GroupWithItems{Group: g, Items: nonNil(items)})
 	return nil
 }
 
@@ -77,10 +74,7 @@ func (s *Server) addItem(w http.ResponseWriter, r *http.Request) error {
 	var in desk.ItemCreate
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/json" {
 		var body struct {
-			Text  *string `json:"text"`
-			URL   string  `json:"url"`
-			Title string  `json:"title"`
-			Name  string  `json:"name"`
+			desk.ItemCreateRequest
 			ignoredOrigin
 		}
 		if err := decode(w, r, &body); err != nil {
@@ -119,7 +113,7 @@ func (s *Server) putBindings(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in struct {
-		GroupIDs []string `json:"group_ids"`
+		desk.BindingsPut
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
@@ -129,7 +123,7 @@ func (s *Server) putBindings(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"groups": nonNil(gs)})
+	writeJSON(w, http.StatusOK, desk.GroupList{Groups: nonNil(gs)})
 	return nil
 }
 
@@ -142,7 +136,7 @@ func (s *Server) getBindings(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"groups": nonNil(gs)})
+	writeJSON(w, http.StatusOK, desk.GroupList{Groups: nonNil(gs)})
 	return nil
 }
 
@@ -159,7 +153,7 @@ func (s *Server) guestList(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"path": p, "entries": nonNil(ents)})
+	writeJSON(w, http.StatusOK, desk.GuestList{Path: p, Entries: nonNil(ents)})
 	return nil
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
+	writeJSON(w, http.StatusOK, desk.Health{Status: "ok", Version: s.Version})
 	return nil
 }
 
@@ -21,10 +21,7 @@ type ignoredOrigin struct {
 
 func (s *Server) createWorkspace(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
-		desk.WorkspaceCreate
-		// Template ("name" or "name@version") fills checkout/ from a
-		// registered template and records the baseline for upgrades.
-		Template string `json:"template"`
+		desk.WorkspaceCreateRequest
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
@@ -49,7 +46,7 @@ func (s *Server) listWorkspaces(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"workspaces": nonNil(ws)})
+	writeJSON(w, http.StatusOK, desk.WorkspaceList{Workspaces: nonNil(ws)})
 	return nil
 }
 
@@ -72,8 +69,7 @@ func (s *Server) createActor(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in struct {
-		Name string `json:"name"`
-		Kind string `json:"kind"`
+		desk.ActorCreate
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
@@ -83,7 +79,7 @@ func (s *Server) createActor(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"actor": a, "token": tok})
+	writeJSON(w, http.StatusCreated, desk.ActorCreated{Actor: a, Token: tok})
 	return nil
 }
 
@@ -96,7 +92,7 @@ func (s *Server) listActors(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"actors": nonNil(as)})
+	writeJSON(w, http.StatusOK, desk.ActorList{Actors: nonNil(as)})
 	return nil
 }
 
@@ -106,13 +102,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in struct {
-		Actor  string          `json:"actor"`
-		Title  string          `json:"title"`
-		Model  string          `json:"model"`
-		Script json.RawMessage `json:"script"`
-		// Runtime names a registered runtime; there is deliberately no
-		// argv here (decode refuses unknown fields).
-		Runtime string `json:"runtime"`
+		desk.SessionCreateRequest
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
@@ -142,7 +132,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": nonNil(xs)})
+	writeJSON(w, http.StatusOK, desk.SessionList{Sessions: nonNil(xs)})
 	return nil
 }
 
@@ -165,11 +155,7 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in struct {
-		Title    *string `json:"title"`
-		Pinned   *bool   `json:"pinned"`
-		Archived *bool   `json:"archived"`
-		Unread   *bool   `json:"unread"`
-		Worktree *string `json:"worktree"`
+		desk.SessionPatch
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
@@ -196,7 +182,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) storagePressure(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
-		Level string `json:"level"`
+		desk.PressureRequest
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {

@@ -69,7 +69,7 @@ func (s *Server) catalog(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"workspaces": nonNil(es)})
+	writeJSON(w, http.StatusOK, desk.CatalogList{Workspaces: nonNil(es)})
 	return nil
 }
 
@@ -129,7 +129,7 @@ func (s *Server) purge(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in struct {
-		Confirm string `json:"confirm"`
+		desk.PurgeRequest
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {

@@ -37,7 +37,7 @@ func (s *Server) listLogs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"entries": nonNil(es), "last_seq": last})
+	writeJSON(w, http.StatusOK, desk.LogList{Entries: nonNil(es), LastSeq: last})
 	return nil
 }
 
@@ -60,7 +60,7 @@ func (s *Server) logsSeen(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in struct {
-		Seq int64 `json:"seq"`
+		desk.LogSeen
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {

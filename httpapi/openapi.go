@@ -15,8 +15,11 @@ import (
 )
 
 // The component schemas live in openapi/*.json, one file per area of the
-// API; they are merged into one components.schemas object.
+// API, merged here into one components.schemas object. The files are
+// generated from the Go types listed in schemas.go, never edited by hand:
+// TestOpenAPIComponents fails when they differ from what the types give.
 //
+//go:generate go test -run ^TestOpenAPIComponents$ -update .
 //go:embed openapi/*.json
 var componentFiles embed.FS
 

@@ -30,10 +30,7 @@ func (s *Server) createRuntime(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in struct {
-		Name     string   `json:"name"`
-		Protocol string   `json:"protocol"`
-		Argv     []string `json:"argv"`
-		Env      []string `json:"env"`
+		desk.RuntimeCreate
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
@@ -56,7 +53,7 @@ func (s *Server) listRuntimes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runtimes": nonNil(ls)})
+	writeJSON(w, http.StatusOK, desk.RuntimeList{Runtimes: nonNil(ls)})
 	return nil
 }
 

@@ -167,12 +167,7 @@ func (s *Server) authenticate(r *http.Request) (desk.Principal, error) {
 }
 
 // ErrorBody is the JSON shape of every error response.
-type ErrorBody struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
+type ErrorBody = desk.ErrorBody
 
 func writeError(w http.ResponseWriter, err error) {
 	var b ErrorBody

@@ -23,9 +23,7 @@ func templateRoutes() []route {
 
 func (s *Server) addTemplate(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
-		Name    string              `json:"name"`
-		Version string              `json:"version"`
-		Files   []desk.TemplateFile `json:"files"`
+		desk.TemplateCreate
 		ignoredOrigin
 	}
 	if err := decode(w, r, &in); err != nil {
@@ -44,7 +42,7 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"templates": nonNil(all)})
+	writeJSON(w, http.StatusOK, desk.TemplateList{Templates: nonNil(all)})
 	return nil
 }
 

@@ -113,7 +113,7 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) error {
 	for _, t := range ts {
 		t.Git = x.Git
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"threads": nonNil(ts)})
+	writeJSON(w, http.StatusOK, desk.ThreadList{Threads: nonNil(ts)})
 	return nil
 }
 
@@ -126,7 +126,7 @@ func (s *Server) listThreadGroups(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"thread_groups": nonNil(gs)})
+	writeJSON(w, http.StatusOK, desk.ThreadGroupList{ThreadGroups: nonNil(gs)})
 	return nil
 }
 
@@ -148,6 +148,6 @@ func (s *Server) threadEpisodes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"episodes": nonNil(es)})
+	writeJSON(w, http.StatusOK, desk.EpisodeList{Episodes: nonNil(es)})
 	return nil
 }

@@ -64,7 +64,7 @@ func (s *Server) viewRequest(w http.ResponseWriter, r *http.Request) (string, st
 		return "", "", err
 	}
 	var in struct {
-		Viewer string `json:"viewer"`
+		desk.SessionView
 		ignoredOrigin
 	}
 	if err := decodeOptional(w, r, &in); err != nil {
