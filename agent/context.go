@@ -405,60 +405,12 @@ func (a *Agent) Context(ctx context.Context, x *desk.Session, surface string) (*
 	return v, nil
 }
 
-// Transcript is a surface's messages with tool calls folded into the
-// assistant messages that made them (tool-result messages are not listed:
-// their results are in the command records).
+// Transcript and TranscriptTree are the conversation service's.
+
 func (a *Agent) Transcript(ctx context.Context, surface string, before int64, limit int) ([]*desk.Message, error) {
-	if limit <= 0 || limit > 500 {
-		limit = 50
-	}
-	ms, err := a.store.ListMessages(ctx, surface, before, limit)
-	if err != nil {
-		return nil, err
-	}
-	return a.fold(ctx, ms)
+	return a.conv.Transcript(ctx, surface, before, limit)
 }
 
-// TranscriptTree is every branch of a surface's transcript by seq, folded
-// as Transcript folds the active branch; each message names its parent.
 func (a *Agent) TranscriptTree(ctx context.Context, surface string) ([]*desk.Message, error) {
-	ms, err := a.store.ListMessageTree(ctx, surface)
-	if err != nil {
-		return nil, err
-	}
-	return a.fold(ctx, ms)
-}
-
-// fold drops tool-result messages and attaches each assistant message's
-// command records.
-func (a *Agent) fold(ctx context.Context, ms []*desk.Message) ([]*desk.Message, error) {
-	var exes []string
-	seen := map[string]bool{}
-	for _, m := range ms {
-		if m.ExecutionID != "" && !seen[m.ExecutionID] {
-			seen[m.ExecutionID] = true
-			exes = append(exes, m.ExecutionID)
-		}
-	}
-	cmds, err := a.store.ListCommands(ctx, exes)
-	if err != nil {
-		return nil, err
-	}
-	byCall := map[string]*desk.Command{}
-	for _, c := range cmds {
-		byCall[c.ExecutionID+"/"+c.CallID] = c
-	}
-	out := make([]*desk.Message, 0, len(ms))
-	for _, m := range ms {
-		if m.Role == desk.RoleTool {
-			continue
-		}
-		for _, c := range m.ToolCalls {
-			if cmd := byCall[m.ExecutionID+"/"+c.ID]; cmd != nil {
-				m.Commands = append(m.Commands, cmd)
-			}
-		}
-		out = append(out, m)
-	}
-	return out, nil
+	return a.conv.TranscriptTree(ctx, surface)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/desk-runtime/desk/applog"
 	"github.com/desk-runtime/desk/archive"
 	"github.com/desk-runtime/desk/connlimit"
+	"github.com/desk-runtime/desk/conversation"
 	"github.com/desk-runtime/desk/execution"
 	"github.com/desk-runtime/desk/files"
 	"github.com/desk-runtime/desk/gateway"
@@ -157,9 +158,13 @@ type App struct {
 	Archive    *archive.Archive
 	Exec       *execution.Service
 	Agent      *agent.Agent
-	Quota      *files.Quota
-	Files      *files.Service
-	Transfer   *transfer.Service
+	// Conversation owns a turn's records for both executors: the gate
+	// the agent and the runtime host wait on a person through, and the
+	// doors' decisions, answers and transcripts.
+	Conversation *conversation.Service
+	Quota        *files.Quota
+	Files        *files.Service
+	Transfer     *transfer.Service
 	// Models is the operator's model catalog (Config.Model and Models).
 	Models *models.Catalog
 	// Lifecycle runs offboard, restore, purge and ask; Guard is its
@@ -390,6 +395,8 @@ func (a *App) openAgent(ctx context.Context) (ao agent.Options, err error) {
 	cfg, store, home := a.Config, a.Store, a.Home
 	ao = cfg.Agent
 	ao.Models, ao.Archive, ao.Logger, ao.Submitter = a.Models, a.Archive, a.Logger.With("component", "agent"), a.Exec
+	a.Conversation = conversation.New(store, conversation.Options{Archive: a.Archive, Submitter: a.Exec, Logger: a.Logger.With("component", "conversation")})
+	ao.Conversation = a.Conversation
 	if ao.Providers == nil {
 		ps := &agent.Providers{}
 		if err := a.open(ctx, "model providers", ps); err != nil {
@@ -447,6 +454,7 @@ func (a *App) openRuntimeHost(ctx context.Context, ao agent.Options) error {
 	// runtime's protocol (Config.Transports).
 	ho := cfg.Runtime
 	ho.Store, ho.Home, ho.Archive, ho.Logger = store, home, a.Archive, a.Logger.With("component", "runtimehost")
+	ho.Conversation = a.Conversation
 	// An ACP agent's fs/* writes artifacts like the file tools, and its
 	// terminals run in the same sandbox as exec_command.
 	ho.Paths = a.Artifacts
