@@ -404,13 +404,3 @@ func (a *Agent) Context(ctx context.Context, x *desk.Session, surface string) (*
 	v.Budget = a.reportedBudget(ctx, surface, Budget{UsedTokens: used, Window: window, Percent: pct, Level: budgetLevel(pct)})
 	return v, nil
 }
-
-// Transcript and TranscriptTree are the conversation service's.
-
-func (a *Agent) Transcript(ctx context.Context, surface string, before int64, limit int) ([]*desk.Message, error) {
-	return a.conv.Transcript(ctx, surface, before, limit)
-}
-
-func (a *Agent) TranscriptTree(ctx context.Context, surface string) ([]*desk.Message, error) {
-	return a.conv.TranscriptTree(ctx, surface)
-}

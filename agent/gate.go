@@ -78,25 +78,3 @@ func (tr *turn) modelReview(tool, summary string) (bool, string, error) {
 	}
 	return false, "", fmt.Errorf("unreadable review %q", line)
 }
-
-// The doors' methods on a turn's records are the conversation service's.
-
-func (a *Agent) DecideApproval(ctx context.Context, id, decision, reason string) (*desk.Approval, error) {
-	return a.conv.DecideApproval(ctx, id, decision, reason)
-}
-
-func (a *Agent) Approvals(ctx context.Context, sessionID string, pending bool) ([]*desk.Approval, error) {
-	return a.conv.Approvals(ctx, sessionID, pending)
-}
-
-func (a *Agent) InputRequests(ctx context.Context, sessionID string) ([]*desk.InputRequest, error) {
-	return a.conv.InputRequests(ctx, sessionID)
-}
-
-func (a *Agent) AnswerInput(ctx context.Context, id string, answers map[string]string) (*desk.InputRequest, *desk.SubmitResult, error) {
-	return a.conv.AnswerInput(ctx, id, answers)
-}
-
-func (a *Agent) DecidePlan(ctx context.Context, id, decision, notes string) (*desk.Plan, error) {
-	return a.conv.DecidePlan(ctx, id, decision, notes)
-}

@@ -92,3 +92,5 @@ func (s *Service) record(ws string, rec archive.Record) {
 		s.log.Error("archive system event", "err", err, "workspace_id", ws)
 	}
 }
+
+var _ desk.ConversationService = (*Service)(nil)
