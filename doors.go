@@ -51,12 +51,18 @@ type UsageService interface {
 	Wake()
 }
 
-// AgentService is the agent surface the doors show: transcripts, the
-// context the next turn would send and the decisions a turn waits for.
+// AgentService is the tool-loop agent as the doors show it: the context
+// the next turn of a surface would send.
 type AgentService interface {
+	Context(ctx context.Context, x *Session, surface string) (*ContextView, error)
+}
+
+// ConversationService is a turn's records as the doors show them, whatever
+// executor ran the turn: transcripts, and the decisions a turn waits for
+// (approvals, input requests, plan cards), which a door's answer wakes.
+type ConversationService interface {
 	Transcript(ctx context.Context, surface string, before int64, limit int) ([]*Message, error)
 	TranscriptTree(ctx context.Context, surface string) ([]*Message, error)
-	Context(ctx context.Context, x *Session, surface string) (*ContextView, error)
 	Approvals(ctx context.Context, sessionID string, pending bool) ([]*Approval, error)
 	DecideApproval(ctx context.Context, id, decision, reason string) (*Approval, error)
 	InputRequests(ctx context.Context, sessionID string) ([]*InputRequest, error)

@@ -29,7 +29,7 @@ import (
 	"github.com/desk-runtime/desk/agent/provider/script"
 	"github.com/desk-runtime/desk/agent/tools"
 	"github.com/desk-runtime/desk/agent/typescript"
-	"github.com/desk-runtime/desk/archive"
+	"github.com/desk-runtime/desk/conversation"
 	"github.com/desk-runtime/desk/execution"
 	"github.com/desk-runtime/desk/fsjail"
 	"github.com/desk-runtime/desk/layout"
@@ -62,10 +62,15 @@ type Options struct {
 	Search    func(ctx context.Context, query string, limit int) ([]tools.SearchHit, error)
 	Archive   execution.Archiver
 	Logger    *slog.Logger
-	// Submitter queues the answer rows of non-blocking input requests (the
-	// execution service, which in turn runs this agent: it is built first
-	// and given the agent when it opens); nil refuses to queue them.
+	// Submitter is the execution service (which in turn runs this agent:
+	// it is built first and given the agent when it opens); the thread
+	// tools wake its dispatcher through it.
 	Submitter desk.Submitter
+	// Conversation is the gate the agent's turns wait on a person
+	// through, shared with the runtime host and the doors (a decision
+	// made through the doors wakes the wait at once). nil: the agent makes
+	// its own, over its store, archive and Submitter.
+	Conversation *conversation.Service
 }
 
 // Artifacts is the artifact service the agent's file tools use, with its
@@ -86,13 +91,13 @@ type Agent struct {
 	log       *slog.Logger
 	submit    desk.Submitter
 	// bg is the context of background jobs (titles); Close cancels it.
-	bg      context.Context
-	stopBG  context.CancelFunc
-	jobs    sync.Mutex // guards closed against wg.Add after Close's Wait
-	closed  bool
-	wg      sync.WaitGroup
-	waiters sync.Map // decision id → chan struct{}
-	turns   sync.Map // execution id → *turn, the turns this process runs
+	bg     context.Context
+	stopBG context.CancelFunc
+	jobs   sync.Mutex // guards closed against wg.Add after Close's Wait
+	closed bool
+	wg     sync.WaitGroup
+	conv   *conversation.Service
+	turns  sync.Map // execution id → *turn, the turns this process runs
 }
 
 var _ execution.Executor = (*Agent)(nil)
@@ -108,7 +113,11 @@ func New(store desk.Store, home layout.Home, artifacts Artifacts, sel desk.Selec
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Agent{store: store, home: home, artifacts: artifacts, paths: artifacts, selection: sel, opts: opts, log: opts.Logger, submit: opts.Submitter}
+	a := &Agent{store: store, home: home, artifacts: artifacts, paths: artifacts, selection: sel, opts: opts, log: opts.Logger, submit: opts.Submitter,
+		conv: opts.Conversation}
+	if a.conv == nil {
+		a.conv = conversation.New(store, conversation.Options{Archive: opts.Archive, Submitter: opts.Submitter, Logger: opts.Logger})
+	}
 	a.bg, a.stopBG = context.WithCancel(context.Background())
 	if opts.Models == nil {
 		a.opts.Models = (*models.Catalog)(nil)
@@ -293,8 +302,9 @@ type turn struct {
 	jail     *fsjail.Jail
 	view     session.View
 	env      *tools.Env
-	ctx      context.Context // carries the agent principal
-	forced   bool            // /plan: a plan card must come first
+	waits    *conversation.Gate // approvals, questions and plan cards
+	ctx      context.Context    // carries the agent principal
+	forced   bool               // /plan: a plan card must come first
 	// instructions are the checkout's AGENTS.md / CLAUDE.md, read once at
 	// the start of the turn (instructions.go).
 	instructions []extensions.Instruction
@@ -353,7 +363,7 @@ func (a *Agent) Execute(ctx context.Context, t *execution.Turn) (*execution.Outc
 	actx = desk.WithOrigin(actx, desk.Origin{WorkspaceID: x.WorkspaceID, SessionID: x.ID, ExecutionID: t.Execution.ID,
 		SurfaceID: t.Execution.SurfaceID, Actor: x.Actor, Kind: desk.OriginAgent})
 	tr := &turn{a: a, t: t, x: x, w: w, settings: settings, prov: prov, spec: spec, jail: jail, view: view, ctx: actx,
-		instructions: readInstructions(jail, w, settings)}
+		instructions: readInstructions(jail, w, settings), waits: a.conv.Gate(t, conversation.GateOptions{Resumes: true})}
 	tr.env = &tools.Env{Store: a.store, Home: a.home, Workspace: w, Session: x, Execution: t.Execution, Settings: settings,
 		View: view, Jail: jail, Artifacts: a.artifacts, Paths: a.paths, Selection: a.selection, Sandbox: a.opts.Sandbox,
 		TypeScript: a.opts.TypeScript, TypeScriptAbsent: a.opts.TypeScriptAbsent,
@@ -409,10 +419,6 @@ func (a *Agent) run(tr *turn) (*execution.Outcome, error) {
 	}
 	return tr.loop(0)
 }
-
-// closing reports whether desk is shutting down under the turn: a wait
-// on a person then suspends instead of being withdrawn.
-func (tr *turn) closing() bool { return tr.t.Closing != nil && tr.t.Closing() }
 
 // release frees what the turn held: its leases (items only it kept alive
 // are collected now, S-O).
@@ -728,21 +734,4 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "\n[… truncated]"
-}
-
-func (a *Agent) archive(ws string, rec archive.Record) {
-	if a.opts.Archive == nil {
-		return
-	}
-	if err := a.opts.Archive.Append(context.Background(), ws, rec); err != nil {
-		a.log.Error("archive system event", "err", err, "workspace_id", ws)
-	}
-}
-
-// envelope addresses a turn's system event to the channel and conversation
-// its message came from.
-func (tr *turn) envelope() archive.Envelope {
-	x, exe := tr.x, tr.t.Execution
-	o := desk.Origin{WorkspaceID: x.WorkspaceID, SessionID: x.ID, ExecutionID: exe.ID, SurfaceID: exe.SurfaceID, Actor: x.Actor, Kind: desk.OriginAgent}
-	return archive.Envelope{At: time.Now(), Channel: tr.t.Item.Channel, ConversationID: tr.t.Item.ConversationID, Origin: &o, TurnID: exe.ID}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/desk-runtime/desk/applog"
 	"github.com/desk-runtime/desk/archive"
 	"github.com/desk-runtime/desk/connlimit"
+	"github.com/desk-runtime/desk/conversation"
 	"github.com/desk-runtime/desk/execution"
 	"github.com/desk-runtime/desk/files"
 	"github.com/desk-runtime/desk/gateway"
@@ -157,9 +158,13 @@ type App struct {
 	Archive    *archive.Archive
 	Exec       *execution.Service
 	Agent      *agent.Agent
-	Quota      *files.Quota
-	Files      *files.Service
-	Transfer   *transfer.Service
+	// Conversation owns a turn's records for both executors: the gate
+	// the agent and the runtime host wait on a person through, and the
+	// doors' decisions, answers and transcripts.
+	Conversation *conversation.Service
+	Quota        *files.Quota
+	Files        *files.Service
+	Transfer     *transfer.Service
 	// Models is the operator's model catalog (Config.Model and Models).
 	Models *models.Catalog
 	// Lifecycle runs offboard, restore, purge and ask; Guard is its
@@ -390,6 +395,8 @@ func (a *App) openAgent(ctx context.Context) (ao agent.Options, err error) {
 	cfg, store, home := a.Config, a.Store, a.Home
 	ao = cfg.Agent
 	ao.Models, ao.Archive, ao.Logger, ao.Submitter = a.Models, a.Archive, a.Logger.With("component", "agent"), a.Exec
+	a.Conversation = conversation.New(store, conversation.Options{Archive: a.Archive, Submitter: a.Exec, Logger: a.Logger.With("component", "conversation")})
+	ao.Conversation = a.Conversation
 	if ao.Providers == nil {
 		ps := &agent.Providers{}
 		if err := a.open(ctx, "model providers", ps); err != nil {
@@ -447,6 +454,7 @@ func (a *App) openRuntimeHost(ctx context.Context, ao agent.Options) error {
 	// runtime's protocol (Config.Transports).
 	ho := cfg.Runtime
 	ho.Store, ho.Home, ho.Archive, ho.Logger = store, home, a.Archive, a.Logger.With("component", "runtimehost")
+	ho.Conversation = a.Conversation
 	// An ACP agent's fs/* writes artifacts like the file tools, and its
 	// terminals run in the same sandbox as exec_command.
 	ho.Paths = a.Artifacts
@@ -538,7 +546,7 @@ func (a *App) openDoors(ctx context.Context) error {
 	cfg, store := a.Config, a.Store
 	api := &httpapi.Server{
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
-		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, AgentStore: store, Threads: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, Runtimes: a.Runtimes, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
+		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, Conversation: a.Conversation, AgentStore: store, Threads: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, Runtimes: a.Runtimes, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		UI: a.UI, Streams: a.Streams, Logger: a.Logger.With("component", "http"), Version: cfg.Version,
 		AuthLog: httpdoor.NewAuthFailures(a.Logger.With("component", "http"), 0, nil), LoginLinks: a.LoginLinks,
 		BrowserSessions: a.BrowserSessions,
@@ -546,7 +554,7 @@ func (a *App) openDoors(ctx context.Context) error {
 	api.Models = a.Models
 	// The web UI is served at / beside the API.
 	api.Web = web.New(web.Deps{Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Files: a.Files,
-		Exec: a.Exec, Agent: a.Agent, Store: store, Logs: a.Logs, UI: a.UI, Catalog: a.Lifecycle, Streams: a.Streams,
+		Exec: a.Exec, Agent: a.Agent, Conversation: a.Conversation, Store: store, Logs: a.Logs, UI: a.UI, Catalog: a.Lifecycle, Streams: a.Streams,
 		Logger: a.Logger.With("component", "web"), Version: cfg.Version, AuthLog: api.AuthLog, LoginLinks: a.LoginLinks,
 		Models: a.Models, BrowserSessions: a.BrowserSessions})
 	// MCP is served at /mcp over the API handler itself, in process, with

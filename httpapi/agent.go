@@ -114,9 +114,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) error {
 	}
 	var ms []*desk.Message
 	if branches != nil && *branches {
-		ms, err = s.Agent.TranscriptTree(r.Context(), srf)
+		ms, err = s.Conversation.TranscriptTree(r.Context(), srf)
 	} else {
-		ms, err = s.Agent.Transcript(r.Context(), srf, before, int(limit))
+		ms, err = s.Conversation.Transcript(r.Context(), srf, before, int(limit))
 	}
 	if err != nil {
 		return err
@@ -212,7 +212,7 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	as, err := s.Agent.Approvals(r.Context(), ses, pending != nil && *pending)
+	as, err := s.Conversation.Approvals(r.Context(), ses, pending != nil && *pending)
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	a, err := s.Agent.DecideApproval(r.Context(), id, in.Decision, in.Reason)
+	a, err := s.Conversation.DecideApproval(r.Context(), id, in.Decision, in.Reason)
 	if err != nil {
 		return err
 	}
@@ -245,7 +245,7 @@ func (s *Server) inputRequests(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rs, err := s.Agent.InputRequests(r.Context(), ses)
+	rs, err := s.Conversation.InputRequests(r.Context(), ses)
 	if err != nil {
 		return err
 	}
@@ -265,7 +265,7 @@ func (s *Server) answerInput(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	req, res, err := s.Agent.AnswerInput(r.Context(), id, in.Answers)
+	req, res, err := s.Conversation.AnswerInput(r.Context(), id, in.Answers)
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func (s *Server) decidePlan(w http.ResponseWriter, r *http.Request, decision str
 	if err := decodeOptional(w, r, &in); err != nil {
 		return err
 	}
-	p, err := s.Agent.DecidePlan(r.Context(), id, decision, in.Notes)
+	p, err := s.Conversation.DecidePlan(r.Context(), id, decision, in.Notes)
 	if err != nil {
 		return err
 	}

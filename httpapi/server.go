@@ -46,7 +46,10 @@ type Server struct {
 	Reclaimer  Reclaimer
 	Exec       desk.ExecutionService
 	Agent      desk.AgentService
-	AgentStore AgentStore
+	// Conversation serves transcripts, approvals, questions and plan
+	// cards.
+	Conversation desk.ConversationService
+	AgentStore   AgentStore
 	// Models is the operator's model catalog GET /v1/models lists (nil:
 	// the script model only).
 	Models     desk.ModelCatalog

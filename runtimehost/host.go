@@ -26,6 +26,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/archive"
+	"github.com/desk-runtime/desk/conversation"
 	"github.com/desk-runtime/desk/execution"
 	"github.com/desk-runtime/desk/fsjail"
 	"github.com/desk-runtime/desk/gateway"
@@ -41,7 +42,6 @@ const (
 	// DefaultCancelGrace is how long a cancelled turn has to stop after
 	// the protocol's cancel before the child's process tree is killed.
 	DefaultCancelGrace = 2 * time.Second
-	decisionPoll       = 250 * time.Millisecond
 	// DefaultGatewayFailAfter leaves a turn whose model calls fail (an
 	// unreachable provider) failed within 30 s of its first failure,
 	// whatever the runtime's own retries would do.
@@ -72,7 +72,11 @@ type Options struct {
 	// artifacts (client.go).
 	Paths   desk.ArtifactPaths
 	Archive *archive.Archive
-	Logger  *slog.Logger
+	// Conversation is the gate a runtime's permission requests wait on a
+	// person through, shared with the tool-loop agent and the doors. nil:
+	// the host makes its own over Store and Archive.
+	Conversation *conversation.Service
+	Logger       *slog.Logger
 	// LookupEnv reads the values of a runtime's passed-through variables
 	// (os.LookupEnv when nil).
 	LookupEnv   func(string) (string, bool)
@@ -129,6 +133,13 @@ func New(o Options) *Host {
 	}
 	if o.GatewayFailAfter <= 0 {
 		o.GatewayFailAfter = DefaultGatewayFailAfter
+	}
+	if o.Conversation == nil {
+		co := conversation.Options{Logger: o.Logger}
+		if o.Archive != nil {
+			co.Archive = o.Archive
+		}
+		o.Conversation = conversation.New(o.Store, co)
 	}
 	h := &Host{o: o, children: map[string]*child{}, bridge: o.Bridge}
 	if h.bridge == "" {
@@ -400,7 +411,7 @@ func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 	// terminals are over: the deferred calls run end first.
 	defer c.client.indexArtifacts(context.WithoutCancel(c.client.actx(ctx)))
 	defer c.client.end()
-	s := &sink{h: h, t: t, c: c, settings: settings}
+	s := &sink{h: h, t: t, c: c, settings: settings, waits: h.o.Conversation.Gate(t, conversation.GateOptions{})}
 	s.touch()
 	begun := time.Now()
 	if err := s.userMessage(ctx); err != nil {
@@ -825,6 +836,7 @@ type sink struct {
 	t        *execution.Turn
 	c        *child
 	settings *desk.AgentSettings
+	waits    *conversation.Gate // approvals
 	text     strings.Builder
 	reply    string                   // the turn's final reply, once it ended
 	cmds     map[string]*desk.Command // runtime tool call id → record
@@ -990,84 +1002,40 @@ func (s *sink) Permission(ctx context.Context, req wire.PermissionRequest) (wire
 	if len(req.Input) > 0 {
 		summary += " " + string(req.Input)
 	}
-	exe := s.t.Execution
-	store := s.h.o.Store
-	bg := context.Background()
-	env := s.envelope()
+	// The approval is the conversation service's gate, the tool-loop
+	// agent's own: only the auto-review verdict is the runtime's (it may
+	// do reads and searches unasked).
+	ok, _, err := s.waits.Approve(ctx, conversation.Approval{Command: cmd, Summary: summary, Mode: s.settings.ApprovalMode,
+		Review: func() (bool, string) {
+			if readOnly[req.Kind] {
+				return true, "auto-review: a read-only action"
+			}
+			return false, "auto-review: the runtime asked to " + req.Kind + "; only reads and searches are allowed unasked"
+		}})
+	if err != nil {
+		if ctx.Err() == nil {
+			return wire.PermissionAnswer{}, err
+		}
+		// The turn was interrupted while a person was asked: the gate
+		// withdrew the request, and the call never runs.
+		cmd.Status = desk.CommandCancelled
+		_ = s.h.o.Store.UpdateCommand(context.Background(), cmd)
+		return wire.PermissionAnswer{Cancelled: true}, nil
+	}
 	switch s.settings.ApprovalMode {
-	case desk.ApprovalModeFullAccess:
-		return allow()
-	case desk.ApprovalModeAutoReview:
-		ok := readOnly[req.Kind]
-		now := desk.Now()
-		status, reason := desk.ApprovalDenied, "auto-review: the runtime asked to "+req.Kind+"; only reads and searches are allowed unasked"
-		if ok {
-			status, reason = desk.ApprovalApproved, "auto-review: a read-only action"
-		}
-		ap := &desk.Approval{ID: desk.NewID("apr"), SessionID: s.t.Session.ID, ExecutionID: exe.ID, CommandID: cmd.ID, Tool: cmd.Tool,
-			Summary: summary, Status: status, DecidedBy: "auto-review", Reason: reason, CreatedAt: now, DecidedAt: &now}
-		if err := store.CreateApproval(bg, ap); err != nil {
-			return wire.PermissionAnswer{}, err
-		}
-		s.archive(&archive.ApprovalRequested{Envelope: env, ApprovalID: ap.ID, Tool: ap.Tool, Summary: summary})
-		s.archive(&archive.ApprovalResolved{Envelope: env, ApprovalID: ap.ID, Decision: status, Reason: reason})
-		if ok {
-			return allow()
-		}
-		return reject()
-	}
-	ap := &desk.Approval{ID: desk.NewID("apr"), SessionID: s.t.Session.ID, ExecutionID: exe.ID, CommandID: cmd.ID, Tool: cmd.Tool,
-		Summary: summary, Status: desk.ApprovalPending, CreatedAt: desk.Now()}
-	if err := store.CreateApproval(bg, ap); err != nil {
-		return wire.PermissionAnswer{}, err
-	}
-	cmd.Status = desk.CommandWaiting
-	_ = store.UpdateCommand(bg, cmd)
-	s.archive(&archive.ApprovalRequested{Envelope: env, ApprovalID: ap.ID, Tool: ap.Tool, Summary: summary})
-	tick := time.NewTicker(decisionPoll)
-	defer tick.Stop()
-	for {
-		cur, err := store.GetApproval(bg, ap.ID)
-		if err != nil {
-			return wire.PermissionAnswer{}, err
-		}
-		if cur.Status != desk.ApprovalPending {
-			// Whoever decided (POST /v1/approvals) archived the decision.
-			cmd.Status = desk.CommandRequested
-			if cur.Status == desk.ApprovalApproved {
-				_ = store.UpdateCommand(bg, cmd)
-				return allow()
-			}
+	case desk.ApprovalModeFullAccess, desk.ApprovalModeAutoReview:
+	default:
+		// A person decided: the call no longer waits.
+		cmd.Status = desk.CommandRequested
+		if !ok {
 			cmd.Status = desk.CommandDeclined
-			_ = store.UpdateCommand(bg, cmd)
-			return reject()
 		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			if _, err := store.DecideApproval(bg, ap.ID, desk.ApprovalCancelled, "system", "the turn was interrupted", desk.Now()); err == nil {
-				s.archive(&archive.ApprovalResolved{Envelope: env, ApprovalID: ap.ID, Decision: "cancelled", Reason: "the turn was interrupted"})
-			}
-			cmd.Status = desk.CommandCancelled
-			_ = store.UpdateCommand(bg, cmd)
-			return wire.PermissionAnswer{Cancelled: true}, nil
-		}
+		_ = s.h.o.Store.UpdateCommand(context.Background(), cmd)
 	}
-}
-
-func (s *sink) envelope() archive.Envelope {
-	x, exe := s.t.Session, s.t.Execution
-	o := desk.Origin{WorkspaceID: x.WorkspaceID, SessionID: x.ID, ExecutionID: exe.ID, SurfaceID: exe.SurfaceID, Actor: x.Actor, Kind: desk.OriginAgent}
-	return archive.Envelope{At: time.Now(), Channel: s.t.Item.Channel, ConversationID: s.t.Item.ConversationID, Origin: &o, TurnID: exe.ID}
-}
-
-func (s *sink) archive(r archive.Record) {
-	if s.h.o.Archive == nil {
-		return
+	if ok {
+		return allow()
 	}
-	if err := s.h.o.Archive.Append(context.Background(), s.t.Session.WorkspaceID, r); err != nil {
-		s.log().Warn("archive", "err", err)
-	}
+	return reject()
 }
 
 var _ execution.Executor = (*Host)(nil)

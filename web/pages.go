@@ -313,7 +313,7 @@ func (s *Server) tone(ctx context.Context, x *desk.Session) (string, time.Time) 
 		}
 	}
 	if desk.PhaseActive(last.Phase) {
-		if aps, err := s.d.Agent.Approvals(ctx, x.ID, true); err == nil {
+		if aps, err := s.d.Conversation.Approvals(ctx, x.ID, true); err == nil {
 			for _, a := range aps {
 				if a.ExecutionID == last.ID {
 					return "waiting", at
@@ -349,7 +349,7 @@ func (s *Server) pendingInputOn(ctx context.Context, ses, surface string) bool {
 }
 
 func (s *Server) pendingInputWhere(ctx context.Context, ses string, ok func(*desk.InputRequest) bool) bool {
-	rs, err := s.d.Agent.InputRequests(ctx, ses)
+	rs, err := s.d.Conversation.InputRequests(ctx, ses)
 	if err != nil {
 		return false
 	}

@@ -449,7 +449,7 @@ func (s *Server) runState(ctx context.Context, x *desk.Session) (*runState, erro
 // label finds what the active turn does: a decision it waits for comes
 // first, then a command it runs, then its phase.
 func (s *Server) label(ctx context.Context, x *desk.Session, st *runState) error {
-	aps, err := s.d.Agent.Approvals(ctx, x.ID, true)
+	aps, err := s.d.Conversation.Approvals(ctx, x.ID, true)
 	if err != nil {
 		return err
 	}
@@ -480,7 +480,7 @@ func (s *Server) label(ctx context.Context, x *desk.Session, st *runState) error
 		return nil
 	}
 	st.Label = "Working…"
-	ms, err := s.d.Agent.Transcript(ctx, x.SurfaceID, 0, 3)
+	ms, err := s.d.Conversation.Transcript(ctx, x.SurfaceID, 0, 3)
 	if err != nil {
 		return err
 	}
@@ -622,7 +622,7 @@ type planView struct {
 func (s *Server) cards(ctx context.Context, x *desk.Session, run *runState) (*cards, error) {
 	c := &cards{Ses: x.ID}
 	var err error
-	aps, err := s.d.Agent.Approvals(ctx, x.ID, true)
+	aps, err := s.d.Conversation.Approvals(ctx, x.ID, true)
 	if err != nil {
 		return nil, err
 	}
@@ -641,7 +641,7 @@ func (s *Server) cards(ctx context.Context, x *desk.Session, run *runState) (*ca
 			c.Approvals = append(c.Approvals, a)
 		}
 	}
-	rs, err := s.d.Agent.InputRequests(ctx, x.ID)
+	rs, err := s.d.Conversation.InputRequests(ctx, x.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -803,7 +803,7 @@ func (s *Server) sessionView(ctx context.Context, x *desk.Session) (*sessionView
 		v.Model = def
 		v.NoModel = def == ""
 	}
-	ms, err := s.d.Agent.Transcript(ctx, x.SurfaceID, 0, pageMessages)
+	ms, err := s.d.Conversation.Transcript(ctx, x.SurfaceID, 0, pageMessages)
 	if err != nil {
 		return nil, err
 	}
@@ -861,7 +861,7 @@ func (s *Server) older(w http.ResponseWriter, r *request) error {
 		}
 		x = onSurface(x, surface)
 	}
-	ms, err := s.d.Agent.Transcript(r.Context(), x.SurfaceID, before, pageMessages)
+	ms, err := s.d.Conversation.Transcript(r.Context(), x.SurfaceID, before, pageMessages)
 	if err != nil {
 		return err
 	}
@@ -942,7 +942,7 @@ func (s *Server) stop(w http.ResponseWriter, r *request) error {
 }
 
 func (s *Server) decideApproval(w http.ResponseWriter, r *request) error {
-	ap, err := s.d.Agent.DecideApproval(r.Context(), r.PathValue("apr"), r.PostFormValue("decision"), r.PostFormValue("reason"))
+	ap, err := s.d.Conversation.DecideApproval(r.Context(), r.PathValue("apr"), r.PostFormValue("decision"), r.PostFormValue("reason"))
 	if err != nil {
 		return err
 	}
@@ -970,7 +970,7 @@ func (s *Server) answerInput(w http.ResponseWriter, r *request) error {
 			answers[q] = strings.TrimSpace(vs[0])
 		}
 	}
-	req, _, err := s.d.Agent.AnswerInput(r.Context(), r.PathValue("inp"), answers)
+	req, _, err := s.d.Conversation.AnswerInput(r.Context(), r.PathValue("inp"), answers)
 	if err != nil {
 		return err
 	}
@@ -982,7 +982,7 @@ func (s *Server) answerInput(w http.ResponseWriter, r *request) error {
 }
 
 func (s *Server) decidePlan(w http.ResponseWriter, r *request) error {
-	p, err := s.d.Agent.DecidePlan(r.Context(), r.PathValue("pln"), r.PostFormValue("decision"), r.PostFormValue("notes"))
+	p, err := s.d.Conversation.DecidePlan(r.Context(), r.PathValue("pln"), r.PostFormValue("decision"), r.PostFormValue("notes"))
 	if err != nil {
 		return err
 	}

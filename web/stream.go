@@ -242,7 +242,7 @@ func (l *live) current() string {
 // findTail reads which transcript item the page ends with: the last one
 // up to the transcript seq the page (or the reconnecting stream) has.
 func (l *live) findTail(ctx context.Context) error {
-	ms, err := l.s.d.Agent.Transcript(ctx, l.surface, l.tseq+1, pageMessages)
+	ms, err := l.s.d.Conversation.Transcript(ctx, l.surface, l.tseq+1, pageMessages)
 	if err != nil {
 		return err
 	}
@@ -264,7 +264,7 @@ type stepTarget struct {
 // assistant message into its turn's block), and retires the streaming
 // text they replace.
 func (l *live) sync() ([]part, error) {
-	ms, err := l.s.d.Agent.Transcript(l.ctx, l.surface, 0, pageMessages)
+	ms, err := l.s.d.Conversation.Transcript(l.ctx, l.surface, 0, pageMessages)
 	if err != nil {
 		return nil, err
 	}

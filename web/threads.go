@@ -37,8 +37,8 @@ func (s *Server) threadRows(ctx context.Context, x *desk.Session, current string
 	if err != nil {
 		exes = nil
 	}
-	aps, _ := s.d.Agent.Approvals(ctx, x.ID, true)
-	ins, _ := s.d.Agent.InputRequests(ctx, x.ID)
+	aps, _ := s.d.Conversation.Approvals(ctx, x.ID, true)
+	ins, _ := s.d.Conversation.InputRequests(ctx, x.ID)
 	out := make([]threadRow, 0, len(ths))
 	for _, th := range ths {
 		r := threadRow{T: th, WS: x.WorkspaceID, Current: th.ID == current}

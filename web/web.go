@@ -62,9 +62,12 @@ type Deps struct {
 	Files      desk.FileService
 	Exec       desk.ExecutionService
 	Agent      desk.AgentService
-	Store      Store
-	Logs       desk.AppLogService
-	UI         desk.UIService
+	// Conversation serves transcripts, approvals, questions and plan
+	// cards.
+	Conversation desk.ConversationService
+	Store        Store
+	Logs         desk.AppLogService
+	UI           desk.UIService
 	// Models is the operator's model catalog the new-session form offers
 	// (nil: the script model only).
 	Models desk.ModelCatalog

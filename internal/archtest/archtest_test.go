@@ -33,6 +33,7 @@ var forbidden = []struct{ prefix, why string }{
 	{"mvdan.cc/sh", "the shell parser"},
 	{module + "/store", "the store (doors reach it through services)"},
 	{module + "/agent", "the agent (doors reach it through desk.AgentService)"},
+	{module + "/conversation", "the conversation service (doors reach it through desk.ConversationService)"},
 }
 
 type pkg struct {
