@@ -107,7 +107,7 @@ func TestUsageAndBudget(t *testing.T) {
 		t.Fatalf("the turn past the budget was not held back: %+v", it)
 	}
 	// It is not released by hand, only by the budget.
-	if r := w.Admin("POST", "/v1/sessions/"+x.ID+"/blocks/"+blk.ID+"/release", nil); r.Status != 409 || !strings.Contains(r.ErrorMessage(), "token_budget") {
+	if r := w.Admin("POST", "/v1/sessions/"+x.ID+"/blocks/"+blk.ID+"/release", nil); r.Status != 409 || !strings.Contains(r.ErrorMessage(), "desk workspace budget") {
 		t.Fatalf("manual release of a budget block = %d %s", r.Status, r.Body)
 	}
 
