@@ -368,7 +368,7 @@ func (a *Agent) Execute(ctx context.Context, t *execution.Turn) (*execution.Outc
 		View: view, Jail: jail, Artifacts: a.artifacts, Paths: a.paths, Selection: a.selection, Sandbox: a.opts.Sandbox,
 		TypeScript: a.opts.TypeScript, TypeScriptAbsent: a.opts.TypeScriptAbsent,
 		HTTP: a.opts.HTTP, Search: a.opts.Search, Emit: t.Emit, Ask: tr.ask, Propose: tr.propose,
-		Procs: tools.NewProcs(actx), SurfaceKind: desk.SurfaceOrchestrator, Thread: th, Wake: a.dispatchWaker()}
+		Procs: tools.NewProcs(actx), Submit: a.submit, SurfaceKind: desk.SurfaceOrchestrator, Thread: th, Wake: a.dispatchWaker()}
 	if th != nil {
 		tr.env.SurfaceKind = desk.SurfaceHandler
 	}
