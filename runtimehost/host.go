@@ -56,7 +56,7 @@ const (
 
 // Options are the host's collaborators.
 type Options struct {
-	Store desk.Store
+	Store Store
 	Home  layout.Home
 	// Transports maps a protocol to the transport speaking it.
 	Transports map[wire.Protocol]wire.Transport

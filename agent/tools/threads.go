@@ -291,7 +291,7 @@ func InitialText(t *desk.Thread, forked string) string {
 // conversation a forked thread inherits: user messages and the assistant's
 // reply text, in order, with tool calls, tool results, world blocks and
 // thread notifications left out, and only the most recent 32 KiB kept.
-func ForkedHistory(ctx context.Context, st desk.Store, surface string) (string, error) {
+func ForkedHistory(ctx context.Context, st Store, surface string) (string, error) {
 	var lines []string
 	before := int64(0)
 	size := 0

@@ -84,7 +84,7 @@ func (r *Result) JSON() string {
 
 // Env is what a tool may use during one execution.
 type Env struct {
-	Store     desk.Store
+	Store     Store
 	Home      layout.Home
 	Workspace *desk.Workspace
 	Session   *desk.Session
