@@ -28,6 +28,7 @@ type Store interface {
 	ListCommands(ctx context.Context, executionIDs []string) ([]*desk.Command, error)
 	ListMessages(ctx context.Context, surfaceID string, beforeSeq int64, limit int) ([]*desk.Message, error)
 	ListMessageTree(ctx context.Context, surfaceID string) ([]*desk.Message, error)
+	AppendMessage(ctx context.Context, m *desk.Message) error
 
 	CreateApproval(ctx context.Context, a *desk.Approval) error
 	DecideApproval(ctx context.Context, id, status, by, reason string, at time.Time) (*desk.Approval, error)
