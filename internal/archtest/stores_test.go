@@ -14,7 +14,6 @@ import (
 	"testing"
 )
 
-
 // TestStoreNamedOnlyByAppAndStores checks issue #24's rule that desk.Store,
 // the union of every store method, is named only by the wiring (app) and
 // the implementations (store/…). Every other package declares a Store
