@@ -2,6 +2,7 @@ package execution
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,5 +150,51 @@ func TestHeartbeatWatchdogStopsExecutions(t *testing.T) {
 	bad.defaults()
 	if bad.checkLease() == nil {
 		t.Fatal("a heartbeat timeout equal to the owner TTL was accepted")
+	}
+}
+
+// Acceptance round (c) of issue 25, at the level of recovery: a live peer
+// with this machine's hostname and boot but another PID namespace, whose
+// pid does not exist here, keeps its running execution; only once its
+// heartbeats stop is the execution taken over.
+func TestPeerInAnotherPIDNamespaceKeepsItsExecution(t *testing.T) {
+	t.Parallel()
+	f := newFencedTurn()
+	s, x := serviceWith(t, func(st desk.Store) desk.Store { f.store = st; return st }, f)
+	ctx := context.Background()
+	const gone = 1 << 22 // above pid_max's default: no process has it here
+	host := s.host
+	if i := strings.LastIndex(host, "/"); i >= 0 {
+		host = host[:i+1] + "pid:[1]" // same hostname and boot, another namespace
+	}
+	now := desk.Now()
+	peer := &desk.Owner{ID: desk.NewID("own"), Host: host, PID: gone, StartedAt: now, HeartbeatAt: now}
+	if err := f.store.RegisterOwner(ctx, peer); err != nil {
+		t.Fatal(err)
+	}
+	enqueue(t, s, x, "the peer's turn")
+	_, exe, err := f.store.Claim(ctx, desk.ClaimRequest{SurfaceID: x.SurfaceID, Owner: peer.ID, ExecutionID: desk.NewID(desk.PrefixExecution),
+		Now: now, LeaseUntil: now.Add(time.Minute), TakeoverIdle: time.Minute})
+	if err != nil || exe == nil {
+		t.Fatalf("the peer's claim: %v %v", exe, err)
+	}
+	if _, err := f.store.MarkRunning(ctx, exe.ID, peer.ID, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.store.GetExecution(ctx, exe.ID); got.Phase != desk.PhaseRunning || got.Owner != peer.ID {
+		t.Fatalf("a live peer in another PID namespace lost its execution: %s (%s), owner %s", got.Phase, got.Reason, got.Owner)
+	}
+	// Its heartbeats stop: now it is dead, and its turn is taken over.
+	if err := f.store.HeartbeatOwner(ctx, peer.ID, now.Add(-2*s.opts.OwnerTTL)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.store.GetExecution(ctx, exe.ID); got.Phase != desk.PhaseInterrupted || got.Reason != "owner-restarted" {
+		t.Fatalf("a peer past its lease kept its execution: %s (%s)", got.Phase, got.Reason)
 	}
 }
