@@ -229,6 +229,7 @@ func (s *Service) run(item *desk.QueueItem, exe *desk.Execution, resumed bool) {
 	turn := &Turn{Execution: exe, Item: item, Session: x, Scratch: scratch, Resumed: resumed}
 	turn.Started = func() error { return s.markRunning(r) }
 	turn.Emit = func(typ string, data any) { s.emit(exe, typ, data) }
+	turn.Writes = r.fence
 	turn.Closing = func() bool { return s.ctx.Err() != nil }
 
 	out, err := s.with.Executor.Execute(ctx, turn)
