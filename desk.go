@@ -53,6 +53,31 @@ func (p Principal) CanSeeActor(workspaceID, actorID string) bool {
 	return p.Admin || (p.WorkspaceID == workspaceID && p.ActorID == actorID)
 }
 
+// SessionReader reads one session row; every store satisfies it.
+type SessionReader interface {
+	GetSession(ctx context.Context, id string) (*Session, error)
+}
+
+// VisibleSession is the one visibility rule of a session for every
+// service: the caller must be authenticated, and a session of another actor
+// answers not_found, never forbidden, so its existence does not leak.
+// Threads, queue rows, approvals and transcripts are visible exactly when
+// their session is.
+func VisibleSession(ctx context.Context, st SessionReader, id string) (*Session, error) {
+	p, ok := PrincipalFrom(ctx)
+	if !ok {
+		return nil, Errorf(EUNAUTHORIZED, "no credentials")
+	}
+	x, err := st.GetSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !p.CanSeeActor(x.WorkspaceID, x.Actor) {
+		return nil, Errorf(ENOTFOUND, "session %s not found", id)
+	}
+	return x, nil
+}
+
 // CanSeeWorkspace reports whether p may see the workspace at all.
 func (p Principal) CanSeeWorkspace(workspaceID string) bool {
 	return p.Admin || p.WorkspaceID == workspaceID

@@ -68,6 +68,13 @@ type ConversationService interface {
 	InputRequests(ctx context.Context, sessionID string) ([]*InputRequest, error)
 	AnswerInput(ctx context.Context, id string, answers map[string]string) (*InputRequest, *SubmitResult, error)
 	DecidePlan(ctx context.Context, id, decision, notes string) (*Plan, error)
+	// Handler threads, their groups and episodes, visible exactly when
+	// their session is.
+	Thread(ctx context.Context, id string) (*Thread, error)
+	Threads(ctx context.Context, sessionID, groupID string) ([]*Thread, error)
+	ThreadGroups(ctx context.Context, sessionID string) ([]*ThreadGroup, error)
+	Episodes(ctx context.Context, threadID string) ([]*Episode, error)
+	Episode(ctx context.Context, id string) (*Episode, error)
 }
 
 // AppLogService is desk's own log as the doors show it.

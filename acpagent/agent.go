@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -126,6 +127,14 @@ func (a *agent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.Init
 		AgentCapabilities: acp.AgentCapabilities{
 			LoadSession:        true,
 			PromptCapabilities: acp.PromptCapabilities{EmbeddedContext: true},
+			// Stabilised in ACP: an editor reattaches to a desk session
+			// (resume, without a replay), lists the sessions it could
+			// reattach to, and closes what it no longer follows.
+			SessionCapabilities: acp.SessionCapabilities{
+				Resume: &acp.SessionResumeCapabilities{},
+				List:   &acp.SessionListCapabilities{},
+				Close:  &acp.SessionCloseCapabilities{},
+			},
 		},
 		AgentInfo:   &acp.Implementation{Name: "desk", Title: acp.Ptr("desk"), Version: a.o.Version},
 		AuthMethods: []acp.AuthMethod{},
@@ -301,22 +310,82 @@ func promptText(blocks []acp.ContentBlock) string {
 	return strings.Join(parts, "\n\n")
 }
 
+// listPage is how many sessions one session/list answer carries.
+const listPage = 100
+
+// ListSessions lists the workspace's desk sessions, most recently updated
+// first, a page at a time (the cursor is the offset of the next page, and
+// opaque to the editor). desk sessions have no host directory: their files
+// are the guest's /workspace, which is the cwd every entry names, so a cwd
+// filter other than /workspace matches nothing.
+func (a *agent) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	ws, err := a.workspace(ctx)
+	if err != nil {
+		return acp.ListSessionsResponse{}, err
+	}
+	from := 0
+	if p.Cursor != nil {
+		n, err := strconv.Atoi(*p.Cursor)
+		if err != nil || n < 0 {
+			return acp.ListSessionsResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("cursor %q is not one this agent gave", *p.Cursor)})
+		}
+		from = n
+	}
+	out := acp.ListSessionsResponse{Sessions: []acp.SessionInfo{}}
+	if p.Cwd != nil && *p.Cwd != guestCwd {
+		return out, nil
+	}
+	all, err := a.c.ListSessions(ctx, ws, client.SessionFilter{})
+	if err != nil {
+		return acp.ListSessionsResponse{}, rpcError(err)
+	}
+	for i := from; i < len(all) && i < from+listPage; i++ {
+		x := all[i]
+		out.Sessions = append(out.Sessions, acp.SessionInfo{SessionId: acp.SessionId(x.ID), Cwd: guestCwd,
+			Title: acp.Ptr(x.Title), UpdatedAt: acp.Ptr(x.UpdatedAt.UTC().Format(time.RFC3339Nano))})
+	}
+	if from+listPage < len(all) {
+		out.NextCursor = acp.Ptr(strconv.Itoa(from + listPage))
+	}
+	return out, nil
+}
+
+// guestCwd is the directory a desk session's agent works in.
+const guestCwd = "/workspace"
+
+// ResumeSession reattaches this connection to an existing desk session
+// without replaying its transcript (session/load replays it). The
+// session's turns, queue and history are desk's, so a session survives
+// desk's restarts and the editor's alike.
+func (a *agent) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	id := string(p.SessionId)
+	if _, err := a.c.GetSession(ctx, id); err != nil {
+		return acp.ResumeSessionResponse{}, rpcError(err)
+	}
+	a.open(id)
+	a.log.Info("session resumed", "session", id)
+	return acp.ResumeSessionResponse{}, nil
+}
+
+// CloseSession ends this connection's hold on a session: a running prompt
+// is cancelled as session/cancel would (its turn is interrupted), and the
+// session must be resumed or loaded again before the next prompt. The desk
+// session itself stays, with its history.
+func (a *agent) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	if err := a.Cancel(ctx, acp.CancelNotification{SessionId: p.SessionId}); err != nil {
+		return acp.CloseSessionResponse{}, err
+	}
+	a.mu.Lock()
+	delete(a.sessions, string(p.SessionId))
+	a.mu.Unlock()
+	a.log.Info("session closed", "session", p.SessionId)
+	return acp.CloseSessionResponse{}, nil
+}
+
 // The methods desk does not offer: the SDK's Agent interface has them,
 // the capabilities do not declare them.
 func (a *agent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
 	return acp.SetSessionModeResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetMode)
-}
-
-func (a *agent) ListSessions(context.Context, acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
-	return acp.ListSessionsResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionList)
-}
-
-func (a *agent) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
-	return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
-}
-
-func (a *agent) CloseSession(context.Context, acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
-	return acp.CloseSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionClose)
 }
 
 func (a *agent) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {

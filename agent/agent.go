@@ -82,7 +82,7 @@ type Artifacts interface {
 
 // Agent is the executor.
 type Agent struct {
-	store     desk.Store
+	store     Store
 	home      layout.Home
 	artifacts desk.ArtifactService
 	paths     desk.ArtifactPaths
@@ -103,7 +103,7 @@ type Agent struct {
 var _ execution.Executor = (*Agent)(nil)
 
 // New returns the agent; Open starts it.
-func New(store desk.Store, home layout.Home, artifacts Artifacts, sel desk.SelectionService, opts Options) *Agent {
+func New(store Store, home layout.Home, artifacts Artifacts, sel desk.SelectionService, opts Options) *Agent {
 	if opts.MaxSteps == 0 {
 		opts.MaxSteps = 40
 	}
@@ -252,7 +252,7 @@ func (a *Agent) scriptRefs(x *desk.Session) func(ctx context.Context, kind, titl
 
 // cursor is the durable script cursor of a session.
 type cursor struct {
-	store desk.Store
+	store Store
 	id    string
 }
 
@@ -260,7 +260,7 @@ func (c cursor) Next(ctx context.Context) (int, error) { return c.store.NextScri
 
 // threadCursor is the durable script cursor of a handler thread.
 type threadCursor struct {
-	store desk.Store
+	store Store
 	id    string
 }
 
@@ -368,7 +368,7 @@ func (a *Agent) Execute(ctx context.Context, t *execution.Turn) (*execution.Outc
 		View: view, Jail: jail, Artifacts: a.artifacts, Paths: a.paths, Selection: a.selection, Sandbox: a.opts.Sandbox,
 		TypeScript: a.opts.TypeScript, TypeScriptAbsent: a.opts.TypeScriptAbsent,
 		HTTP: a.opts.HTTP, Search: a.opts.Search, Emit: t.Emit, Ask: tr.ask, Propose: tr.propose,
-		Procs: tools.NewProcs(actx), SurfaceKind: desk.SurfaceOrchestrator, Thread: th, Wake: a.dispatchWaker()}
+		Procs: tools.NewProcs(actx), Submit: a.submit, SurfaceKind: desk.SurfaceOrchestrator, Thread: th, Wake: a.dispatchWaker()}
 	if th != nil {
 		tr.env.SurfaceKind = desk.SurfaceHandler
 	}

@@ -37,8 +37,7 @@ func (r router) Available(ctx context.Context, s *desk.Session) error {
 // conversation.
 func (r router) RecoverTurn(ctx context.Context, x *desk.Execution, canResume bool) (bool, error) {
 	if s, err := r.store.GetSession(ctx, x.SessionID); err == nil && s.Runtime != "" {
-		_, err := r.agent.RecoverTurn(ctx, x, false)
-		return false, err
+		return r.host.RecoverTurn(ctx, x, canResume)
 	}
 	return r.agent.RecoverTurn(ctx, x, canResume)
 }

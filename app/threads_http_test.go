@@ -284,6 +284,18 @@ func TestThreadsHTTP(t *testing.T) {
 	if len(bs) != 2 || bs[1].Kind != desk.EpisodeUpdate || bs[1].Body != "beta-status-body" {
 		t.Fatalf("beta after the report request: %+v", bs)
 	}
+	// The report request went in through the execution service, stamped
+	// with the orchestrator turn that asked, on beta's surface.
+	var rr *desk.QueueItem
+	for _, it := range w.queueAll(x.ID) {
+		if it.Kind == desk.QueueReportRequest {
+			rr = &it
+		}
+	}
+	if rr == nil || rr.SurfaceID != beta.SurfaceID || rr.Origin.Kind != desk.OriginAgent || rr.Origin.ExecutionID == "" ||
+		rr.Origin.SurfaceID != x.SurfaceID || rr.Channel != "thread" || !strings.Contains(rr.Text, "where are you?") {
+		t.Fatalf("the report request row: %+v", rr)
+	}
 	var b2 desk.Thread
 	w.Must(200, "GET", "/v1/threads/"+beta.ID, nil, &b2)
 	if b2.State != desk.ThreadConcluded || b2.EpisodeCount != 2 {

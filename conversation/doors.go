@@ -18,18 +18,7 @@ import (
 
 // session returns a session the caller may see.
 func (s *Service) session(ctx context.Context, id string) (*desk.Session, error) {
-	p, ok := desk.PrincipalFrom(ctx)
-	if !ok {
-		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
-	}
-	x, err := s.store.GetSession(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if !p.CanSeeActor(x.WorkspaceID, x.Actor) {
-		return nil, desk.Errorf(desk.ENOTFOUND, "session %s not found", id)
-	}
-	return x, nil
+	return desk.VisibleSession(ctx, s.store, id)
 }
 
 func caller(ctx context.Context) string {

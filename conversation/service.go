@@ -28,6 +28,7 @@ type Store interface {
 	ListCommands(ctx context.Context, executionIDs []string) ([]*desk.Command, error)
 	ListMessages(ctx context.Context, surfaceID string, beforeSeq int64, limit int) ([]*desk.Message, error)
 	ListMessageTree(ctx context.Context, surfaceID string) ([]*desk.Message, error)
+	AppendMessage(ctx context.Context, m *desk.Message) error
 
 	CreateApproval(ctx context.Context, a *desk.Approval) error
 	DecideApproval(ctx context.Context, id, status, by, reason string, at time.Time) (*desk.Approval, error)
@@ -43,6 +44,13 @@ type Store interface {
 	DecidePlan(ctx context.Context, id, status, notes string, at time.Time) (*desk.Plan, error)
 	GetPlan(ctx context.Context, id string) (*desk.Plan, error)
 	ListPlans(ctx context.Context, executionID string) ([]*desk.Plan, error)
+
+	GetThread(ctx context.Context, id string) (*desk.Thread, error)
+	ListThreads(ctx context.Context, sessionID, groupID string) ([]*desk.Thread, error)
+	GetThreadGroup(ctx context.Context, id string) (*desk.ThreadGroup, error)
+	ListThreadGroups(ctx context.Context, sessionID string) ([]*desk.ThreadGroup, error)
+	GetEpisode(ctx context.Context, id string) (*desk.Episode, error)
+	ListEpisodes(ctx context.Context, threadID string) ([]*desk.Episode, error)
 }
 
 // Options are the service's collaborators; all may be nil.

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -63,6 +64,14 @@ type acpReport struct {
 		Options    []string `json:"options"`
 	} `json:"permissions"`
 	UnknownSession any `json:"unknownSession"`
+	// resume mode
+	Capabilities struct {
+		Resume, List, Close *struct{} `json:",omitempty"`
+	} `json:"capabilities"`
+	Listed             []string `json:"listed"`
+	ListedElsewhere    int      `json:"listedElsewhere"`
+	UpdatesAfterResume int      `json:"updatesAfterResume"`
+	ResumeUnknown      any      `json:"resumeUnknown"`
 }
 
 // texts joins the text of the updates of one kind, from index from on.
@@ -112,7 +121,7 @@ func TestACPAgentTypeScriptClient(t *testing.T) {
 	d.workspace("acp", false) // named by --workspace below
 	script := filepath.Join(t.TempDir(), "script.json")
 	slow := `{"text":"` + strings.Repeat("slowly streaming words ", 40) + `","delay_ms":30000}`
-	if err := os.WriteFile(script, []byte(`{"steps":[`+execStep("echo acp-approved")+`,`+textStep("It ran.")+`,`+slow+`]}`), 0o644); err != nil {
+	if err := os.WriteFile(script, []byte(`{"steps":[`+execStep("echo acp-approved")+`,`+textStep("It ran.")+`,`+slow+`,`+textStep("Resumed.")+`]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	agent := []string{deskBin, "--server", d.URL, "acp", "--workspace", "acp", "--model", "script", "--script", script}
@@ -191,6 +200,48 @@ func TestACPAgentTypeScriptClient(t *testing.T) {
 	if l.UnknownSession != float64(-32602) {
 		t.Fatalf("a prompt on a session not opened: %v", l.UnknownSession)
 	}
+
+	// desk restarts; the editor lists its sessions, resumes this one
+	// without a replay, prompts it, and closes it.
+	d = d.Restart(syscall.SIGTERM)
+	agent = []string{deskBin, "--server", d.URL, "acp", "--workspace", "acp", "--model", "script", "--script", script}
+	rs := runACPClient(t, node, npmBin, agent, d.Env, "resume", r.SessionID)
+	if rs.Capabilities.Resume == nil || rs.Capabilities.List == nil || rs.Capabilities.Close == nil {
+		t.Fatalf("session capabilities: %+v", rs.Capabilities)
+	}
+	if len(rs.Listed) != 1 || !strings.HasPrefix(rs.Listed[0], r.SessionID+"|/workspace|ACP: ") || rs.ListedElsewhere != 0 {
+		t.Fatalf("session/list: %v (elsewhere %d)", rs.Listed, rs.ListedElsewhere)
+	}
+	if rs.UpdatesAfterResume != 0 {
+		t.Fatalf("session/resume replayed %d updates; only session/load replays", rs.UpdatesAfterResume)
+	}
+	if rs.FirstStop != "end_turn" || rs.FirstCount == 0 {
+		t.Fatalf("the prompt after resume: stop %q, %d updates", rs.FirstStop, rs.FirstCount)
+	}
+	if rs.UnknownSession != float64(-32602) || rs.ResumeUnknown != float64(-32602) {
+		t.Fatalf("a prompt after session/close: %v; resume of an unknown session: %v", rs.UnknownSession, rs.ResumeUnknown)
+	}
+	if adm, err = client.New(d.URL, readToken(t, d.Home)); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := adm.Transcript(ctx, r.SessionID, client.TranscriptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := ms[len(ms)-1]; last.Role != desk.RoleAssistant || last.Text != "Resumed." || !strings.Contains(joinUserTexts(ms), "after the restart") {
+		t.Fatalf("the transcript after the resumed prompt ends with %+v", last)
+	}
+}
+
+// joinUserTexts joins the text of the user messages of ms.
+func joinUserTexts(ms []*desk.Message) string {
+	var b strings.Builder
+	for _, m := range ms {
+		if m.Role == desk.RoleUser {
+			b.WriteString(m.Text + "\n")
+		}
+	}
+	return b.String()
 }
 
 func readToken(t *testing.T, home string) string {

@@ -357,18 +357,7 @@ func (s *Service) journalResult(err error) {
 
 // session returns the session if the caller may see it.
 func (s *Service) session(ctx context.Context, id string) (*desk.Session, error) {
-	p, ok := desk.PrincipalFrom(ctx)
-	if !ok {
-		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
-	}
-	x, err := s.store.GetSession(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if !p.CanSeeActor(x.WorkspaceID, x.Actor) {
-		return nil, desk.Errorf(desk.ENOTFOUND, "session %s not found", id)
-	}
-	return x, nil
+	return desk.VisibleSession(ctx, s.store, id)
 }
 
 // userSide refuses a caller that is not the user side of the session: only
@@ -403,6 +392,13 @@ func origin(ctx context.Context, x *desk.Session, surface string) desk.Origin {
 	}
 	if p.ActorKind == desk.ActorAgent {
 		o.Kind = desk.OriginAgent
+		// A row a running turn of this session makes (a thread tool's
+		// report request) names that turn and the surface it came from,
+		// as the rows the agent commits itself do; the context's origin
+		// is the agent's own stamp (agent.go), never a client's.
+		if oc, ok := desk.OriginFrom(ctx); ok && oc.SessionID == x.ID && oc.ExecutionID != "" {
+			o.ExecutionID, o.SurfaceID = oc.ExecutionID, oc.SurfaceID
+		}
 	}
 	return o
 }
@@ -532,7 +528,11 @@ func (s *Service) Submit(ctx context.Context, sessionID string, in desk.SubmitIn
 		return res, nil
 	}
 	s.hub.notify()
-	s.archiveInbound(ctx, row)
+	if o.ExecutionID == "" {
+		// A row a turn made for another surface of its session is the
+		// agent talking to itself, not a message that came in.
+		s.archiveInbound(ctx, row)
+	}
 	if in.Multitask == desk.MultitaskInterrupt {
 		if cur, err := s.store.ActiveExecution(ctx, surface); err == nil && cur != nil {
 			if _, err := s.stop(ctx, cur, desk.Interruption{By: o.Actor, At: s.opts.Now(), Reason: "interrupted by a new message (multitask interrupt)"}, true); err != nil {

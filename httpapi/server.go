@@ -53,7 +53,6 @@ type Server struct {
 	// Models is the operator's model catalog GET /v1/models lists (nil:
 	// the script model only).
 	Models     desk.ModelCatalog
-	Threads    Threads           // handler threads, groups and episodes; nil: the thread routes answer unavailable
 	Usage      desk.UsageService // usage sums; nil: the usage routes answer unavailable
 	Files      desk.FileService
 	Transfer   desk.TransferService

@@ -56,7 +56,7 @@ const (
 
 // Options are the host's collaborators.
 type Options struct {
-	Store desk.Store
+	Store Store
 	Home  layout.Home
 	// Transports maps a protocol to the transport speaking it.
 	Transports map[wire.Protocol]wire.Transport
@@ -260,6 +260,16 @@ func (h *Host) Running() int {
 	defer h.mu.Unlock()
 	return len(h.children)
 }
+
+// RecoverTurn settles the records of a runtime turn whose desk process
+// died (execution.Resumer). It never continues: the child died with that
+// process, so the execution is interrupted, everything it left open is
+// closed, and the next turn reopens the native conversation from its id.
+func (h *Host) RecoverTurn(ctx context.Context, x *desk.Execution, _ bool) (bool, error) {
+	return false, h.o.Conversation.SettleDeadTurn(ctx, x)
+}
+
+var _ execution.Resumer = (*Host)(nil)
 
 // Available tells whether a runtime-backed session can take work: its
 // runtime is registered and desk speaks its protocol.

@@ -82,18 +82,7 @@ func (noModels) SessionModel(m string, scr []byte) (string, error) {
 // other actors answer not_found, never forbidden, so their existence does
 // not leak.
 func visibleSession(ctx context.Context, store Store, id string) (*desk.Session, error) {
-	p, ok := desk.PrincipalFrom(ctx)
-	if !ok {
-		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
-	}
-	x, err := store.GetSession(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if !p.CanSeeActor(x.WorkspaceID, x.Actor) {
-		return nil, desk.Errorf(desk.ENOTFOUND, "session %s not found", id)
-	}
-	return x, nil
+	return desk.VisibleSession(ctx, store, id)
 }
 
 // originOf stamps provenance from the authenticated caller. Request bodies

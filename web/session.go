@@ -852,7 +852,7 @@ func (s *Server) older(w http.ResponseWriter, r *request) error {
 	surface := r.URL.Query().Get("surface")
 	if surface != "" && surface != x.SurfaceID {
 		// Only a surface of this session: its own or one of its threads'.
-		ths, err := s.d.Store.ListThreads(r.Context(), x.ID, "")
+		ths, err := s.d.Conversation.Threads(r.Context(), x.ID, "")
 		if err != nil {
 			return err
 		}

@@ -81,7 +81,7 @@ func (s *Server) stream(w http.ResponseWriter, r *request) error {
 		}
 		l.x, l.surface = x, x.SurfaceID
 		if id := q.Get("thread"); id != "" {
-			th, err := s.d.Store.GetThread(r.Context(), id)
+			th, err := s.d.Conversation.Thread(r.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -419,7 +419,7 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 	case strings.HasPrefix(typ, "thread."), strings.HasPrefix(typ, "episode."):
 		// A thread's state and latest report change its cards (and, on
 		// its own page, its header).
-		ths, err := l.s.d.Store.ListThreads(l.ctx, l.x.ID, "")
+		ths, err := l.s.d.Conversation.Threads(l.ctx, l.x.ID, "")
 		if err != nil {
 			return nil, err
 		}

@@ -29,7 +29,7 @@ func (r threadRow) ToneLabel() string { return toneLabel(r.Tone) }
 
 // threadRows lists a session's threads with their own status.
 func (s *Server) threadRows(ctx context.Context, x *desk.Session, current string) []threadRow {
-	ths, err := s.d.Store.ListThreads(ctx, x.ID, "")
+	ths, err := s.d.Conversation.Threads(ctx, x.ID, "")
 	if err != nil || len(ths) == 0 {
 		return nil
 	}
@@ -93,7 +93,7 @@ func (s *Server) threadPage(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	th, err := s.d.Store.GetThread(r.Context(), r.PathValue("thr"))
+	th, err := s.d.Conversation.Thread(r.Context(), r.PathValue("thr"))
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ var episodeAttr = regexp.MustCompile(`^<thread_report [^>]*episode="(epi_[A-Za-z
 // thread_start span opened, and the episode each notification message
 // carries.
 func (s *Server) threadCards(ctx context.Context, x *desk.Session, ts []*turnView) {
-	ths, err := s.d.Store.ListThreads(ctx, x.ID, "")
+	ths, err := s.d.Conversation.Threads(ctx, x.ID, "")
 	if err != nil || len(ths) == 0 {
 		return
 	}
@@ -168,7 +168,7 @@ func (s *Server) threadCards(ctx context.Context, x *desk.Session, ts []*turnVie
 	for _, tv := range ts {
 		if tv.User != nil {
 			if m := episodeAttr.FindStringSubmatch(tv.User.M.Text); m != nil {
-				if e, err := s.d.Store.GetEpisode(ctx, m[1]); err == nil && byID[e.ThreadID] != nil {
+				if e, err := s.d.Conversation.Episode(ctx, m[1]); err == nil && byID[e.ThreadID] != nil {
 					tv.User.Episode = &threadCard{WS: x.WorkspaceID, Ses: x.ID, T: byID[e.ThreadID], E: e}
 				}
 			}

@@ -48,10 +48,6 @@ type Store interface {
 	// GetRuntime reads the registered runtime a runtime-backed session
 	// names (its protocol is shown in the session header).
 	GetRuntime(ctx context.Context, name string) (*desk.Runtime, error)
-	// Threads and their episodes (the handler threads of a session).
-	ListThreads(ctx context.Context, sessionID, groupID string) ([]*desk.Thread, error)
-	GetThread(ctx context.Context, id string) (*desk.Thread, error)
-	GetEpisode(ctx context.Context, id string) (*desk.Episode, error)
 }
 
 // Deps are the services the UI is a door to.
@@ -62,8 +58,8 @@ type Deps struct {
 	Files      desk.FileService
 	Exec       desk.ExecutionService
 	Agent      desk.AgentService
-	// Conversation serves transcripts, approvals, questions and plan
-	// cards.
+	// Conversation serves transcripts, approvals, questions, plan
+	// cards, and handler threads with their episodes.
 	Conversation desk.ConversationService
 	Store        Store
 	Logs         desk.AppLogService

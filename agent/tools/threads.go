@@ -291,7 +291,7 @@ func InitialText(t *desk.Thread, forked string) string {
 // conversation a forked thread inherits: user messages and the assistant's
 // reply text, in order, with tool calls, tool results, world blocks and
 // thread notifications left out, and only the most recent 32 KiB kept.
-func ForkedHistory(ctx context.Context, st desk.Store, surface string) (string, error) {
+func ForkedHistory(ctx context.Context, st Store, surface string) (string, error) {
 	var lines []string
 	before := int64(0)
 	size := 0
@@ -444,17 +444,25 @@ func (t threadRequestReport) Run(ctx context.Context, env *Env, call *Call) (*Re
 	if bad != nil || err != nil {
 		return bad, err
 	}
-	it := env.queueRow(ctx, th.SurfaceID, desk.QueueReportRequest, "")
 	note := strings.TrimSpace(a.Note)
 	if note == "" {
 		note = "Report where the objective stands."
 	}
-	it.Text = fmt.Sprintf("<report_request id=%q from=\"orchestrator\">\n%s\n</report_request>\nAnswer with thread_report without an outcome (an update episode), unless the objective is truly finished.", it.ID, note)
-	row, _, err := env.Store.Enqueue(ctx, it, desk.EnqueueOptions{})
+	// Through the execution service, as every other queue row a door or
+	// a tool makes (DESIGN: one path into the queue): it checks the
+	// workspace and session take work, stamps the origin from this turn
+	// and wakes the thread's dispatcher.
+	if env.Submit == nil {
+		return Fail(CodeNotConfigured, "thread_request_report needs the execution service, which this desk did not give the tools"), nil
+	}
+	res, err := env.Submit.Submit(ctx, env.Session.ID, desk.SubmitInput{
+		Kind: desk.QueueReportRequest, Surface: th.SurfaceID, Channel: threadChannel,
+		Text: fmt.Sprintf("<report_request from=\"orchestrator\">\n%s\n</report_request>\nAnswer with thread_report without an outcome (an update episode), unless the objective is truly finished.", note),
+	})
 	if err != nil {
 		return nil, err
 	}
-	env.wake()
+	row := res.Item
 	return &Result{Value: map[string]any{"report_request_id": row.ID, "thread_id": th.ID}, Facts: map[string]any{"report_request_id": row.ID}}, nil
 }
 

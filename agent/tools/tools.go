@@ -84,7 +84,7 @@ func (r *Result) JSON() string {
 
 // Env is what a tool may use during one execution.
 type Env struct {
-	Store     desk.Store
+	Store     Store
 	Home      layout.Home
 	Workspace *desk.Workspace
 	Session   *desk.Session
@@ -105,6 +105,9 @@ type Env struct {
 	// (exec_command with yield_time_ms, write_stdin); nil outside one.
 	Procs *Procs
 	HTTP  *http.Client
+	// Submit queues work through the execution service (a report
+	// request to a thread); nil outside a desk that runs executions.
+	Submit desk.Submitter
 	// Search answers acquire search; nil when no provider is configured.
 	Search func(ctx context.Context, query string, limit int) ([]SearchHit, error)
 	// Ask asks the user (request_user_input); it returns the answers and

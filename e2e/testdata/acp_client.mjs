@@ -5,6 +5,8 @@
 //
 //   node acp_client.mjs first        new → prompt (permission answered) → cancel of a second prompt
 //   node acp_client.mjs load SES     load of SES in this fresh process, the transcript replayed
+//   node acp_client.mjs resume SES   list (SES is there), resume SES (no replay), prompt it,
+//                                    close it, then a prompt on it is refused
 //
 // Environment: DESK_NPM_BIN (the SDK is found in its parent node_modules),
 // ACP_AGENT (the agent's argv as a JSON array), ACP_OPTION (the option id
@@ -63,6 +65,34 @@ await app.connectWith(stream, async (ctx) => {
     const res = await Promise.race([second, timeout(60000, "the cancelled prompt")]);
     out.secondStop = res.stopReason;
     out.cancelMs = Date.now() - t0;
+  } else if (mode === "resume") {
+    out.capabilities = init.agentCapabilities?.sessionCapabilities ?? null;
+    const listed = await ctx.request(acp.methods.agent.session.list, {});
+    out.listed = listed.sessions.map((s) => s.sessionId + "|" + s.cwd + "|" + (s.title ?? ""));
+    const other = await ctx.request(acp.methods.agent.session.list, { cwd: "/elsewhere" });
+    out.listedElsewhere = other.sessions.length;
+    await ctx.request(acp.methods.agent.session.resume, { sessionId: loadID, cwd: process.cwd(), mcpServers: [] });
+    out.sessionId = loadID;
+    out.updatesAfterResume = out.updates.length;
+    const res = await Promise.race([
+      ctx.request(acp.methods.agent.session.prompt, { sessionId: loadID, prompt: [{ type: "text", text: "after the restart" }] }),
+      timeout(60000, "the prompt after resume"),
+    ]);
+    out.firstStop = res.stopReason;
+    out.firstCount = out.updates.length;
+    await ctx.request(acp.methods.agent.session.close, { sessionId: loadID });
+    try {
+      await ctx.request(acp.methods.agent.session.prompt, { sessionId: loadID, prompt: [{ type: "text", text: "x" }] });
+      out.unknownSession = "accepted";
+    } catch (e) {
+      out.unknownSession = e.code;
+    }
+    try {
+      await ctx.request(acp.methods.agent.session.resume, { sessionId: "ses_nothere", cwd: process.cwd(), mcpServers: [] });
+      out.resumeUnknown = "accepted";
+    } catch (e) {
+      out.resumeUnknown = e.code;
+    }
   } else {
     await Promise.race([
       ctx.request(acp.methods.agent.session.load, { sessionId: loadID, cwd: process.cwd(), mcpServers: [] }),

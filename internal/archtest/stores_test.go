@@ -14,15 +14,6 @@ import (
 	"testing"
 )
 
-// storeExempt lists the directories still allowed to name desk.Store
-// although they are neither app nor store/…: the conv helper's branch
-// converts agent, agent/tools and runtimehost to package-local stores (issue
-// #24), and the lead removes this exemption when merging it.
-var storeExempt = map[string]bool{
-	"agent":       true,
-	"agent/tools": true,
-	"runtimehost": true,
-}
 
 // TestStoreNamedOnlyByAppAndStores checks issue #24's rule that desk.Store,
 // the union of every store method, is named only by the wiring (app) and
@@ -63,7 +54,6 @@ func TestStoreNamedOnlyByAppAndStores(t *testing.T) {
 		case len(uses) == 0:
 		case dir == "app" || dir == "store" || strings.HasPrefix(dir, "store/"):
 			allowed += len(uses)
-		case storeExempt[dir]:
 		default:
 			for _, pos := range uses {
 				bad = append(bad, filepath.ToSlash(rel)+":"+strconv.Itoa(pos.Line))
