@@ -132,6 +132,11 @@ type Execution struct {
 	// Usage sums the execution's model calls (filled when one execution
 	// is read).
 	Usage *UsageTotals `json:"usage,omitempty"`
+	// LeaseVersion counts the claims of the execution: the claim that
+	// started it, and one more for each takeover by another process. The
+	// writes of the execution are fenced by it (see Fence); it is the
+	// store's, not part of the API.
+	LeaseVersion int64 `json:"-"`
 }
 
 // Outcomes of a settled execution, one per terminal phase.

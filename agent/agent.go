@@ -561,7 +561,7 @@ func (tr *turn) runCalls(calls []desk.MessageCall, cmds []*desk.Command) ([]*des
 				if !first[i] && results[i] == nil {
 					t := desk.Now()
 					cmd.Status, cmd.FinishedAt = desk.CommandCancelled, &t
-					if uerr := tr.a.store.UpdateCommand(context.Background(), cmd); uerr != nil {
+					if uerr := tr.a.store.UpdateCommand(context.WithoutCancel(tr.ctx), cmd); uerr != nil {
 						tr.a.log.Error("cancel command", "err", uerr, "command_id", cmd.ID)
 					}
 				}
@@ -624,7 +624,7 @@ func (tr *turn) runCall(cmd *desk.Command, c desk.MessageCall) (*desk.CommandRes
 			}
 			cmd.Result = &desk.CommandResult{Text: r.JSON(), IsError: r.Code != "", Stop: r.Stop}
 		}
-		if err := tr.a.store.UpdateCommand(context.Background(), cmd); err != nil {
+		if err := tr.a.store.UpdateCommand(context.WithoutCancel(tr.ctx), cmd); err != nil {
 			return nil, err
 		}
 		return cmd.Result, nil

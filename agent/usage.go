@@ -16,33 +16,35 @@ import (
 
 // recordUsage records a step of the turn.
 func (tr *turn) recordUsage(resp *provider.Response) error {
-	return tr.a.recordUsage(tr.x, tr.t.Execution.SurfaceID, tr.t.Execution.ID, desk.UsageTurn, tr.spec, resp)
+	return tr.a.recordUsage(tr.ctx, tr.x, tr.t.Execution.SurfaceID, tr.t.Execution.ID, desk.UsageTurn, tr.spec, resp)
 }
 
 // recordReview records an auto-review call of the turn. A failure to
 // record is logged: the review's decision stands (the turn's next step
 // will meet a store that cannot be written anyway).
 func (tr *turn) recordReview(resp *provider.Response) {
-	if err := tr.a.recordUsage(tr.x, tr.t.Execution.SurfaceID, tr.t.Execution.ID, desk.UsageReview, tr.spec, resp); err != nil {
+	if err := tr.a.recordUsage(tr.ctx, tr.x, tr.t.Execution.SurfaceID, tr.t.Execution.ID, desk.UsageReview, tr.spec, resp); err != nil {
 		tr.a.log.Error("record review usage", desk.LogErr, err, desk.LogExecutionID, tr.t.Execution.ID)
 	}
 }
 
 // recordTitle records a title call of the session.
 func (a *Agent) recordTitle(x *desk.Session, spec provider.Spec, resp *provider.Response) {
-	if err := a.recordUsage(x, x.SurfaceID, "", desk.UsageTitle, spec, resp); err != nil {
+	if err := a.recordUsage(context.Background(), x, x.SurfaceID, "", desk.UsageTitle, spec, resp); err != nil {
 		a.log.Error("record title usage", desk.LogErr, err, desk.LogSessionID, x.ID)
 	}
 }
 
-func (a *Agent) recordUsage(x *desk.Session, surface, exe, purpose string, spec provider.Spec, resp *provider.Response) error {
+func (a *Agent) recordUsage(ctx context.Context, x *desk.Session, surface, exe, purpose string, spec provider.Spec, resp *provider.Response) error {
 	if resp == nil {
 		return nil
 	}
 	u := resp.Usage
 	// The write is not cancelled with the turn: tokens already spent
 	// count against the budget even when the turn is being interrupted.
-	return a.store.RecordUsage(context.Background(), &desk.ModelUsage{WorkspaceID: x.WorkspaceID, SessionID: x.ID, SurfaceID: surface,
+	// It keeps ctx's fence, though: a process that lost the execution
+	// writes nothing more of it (desk.Fence).
+	return a.store.RecordUsage(context.WithoutCancel(ctx), &desk.ModelUsage{WorkspaceID: x.WorkspaceID, SessionID: x.ID, SurfaceID: surface,
 		ExecutionID: exe, ActorID: x.Actor, Purpose: purpose, Model: modelName(spec),
 		InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens), CachedTokens: int64(u.CachedTokens)})
 }

@@ -144,6 +144,11 @@ func (s *Service) claim(surfaceID string) (*desk.QueueItem, *desk.Execution) {
 	if s.ctx.Err() != nil || s.journalFailed() != nil || s.with.Executor == nil {
 		return nil, nil
 	}
+	if s.lapsed.Load() {
+		// Past its own heartbeat deadline this process may be taken for
+		// dead at any moment: it starts nothing (watchdog.go).
+		return nil, nil
+	}
 	now := s.opts.Now()
 	item, exe, err := s.store.Claim(s.ctx, desk.ClaimRequest{
 		SurfaceID: surfaceID, Owner: s.owner.ID, ExecutionID: desk.NewID(desk.PrefixExecution),
@@ -172,6 +177,11 @@ func (s *Service) run(item *desk.QueueItem, exe *desk.Execution, resumed bool) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	r := &running{exe: exe, cancel: cancel, done: make(chan struct{})}
+	// Every write of the execution carries its fence: the executor's
+	// through ctx, the service's own through r.fence.
+	fence := desk.Fence{ExecutionID: exe.ID, Owner: s.owner.ID, LeaseVersion: exe.LeaseVersion, Lost: s.fenceLost(r)}
+	ctx = desk.WithFence(ctx, fence)
+	r.fence = desk.WithFence(context.Background(), fence)
 	r.started.Store(resumed)
 	s.mu.Lock()
 	s.active[exe.ID] = r
@@ -219,9 +229,20 @@ func (s *Service) run(item *desk.QueueItem, exe *desk.Execution, resumed bool) {
 	turn := &Turn{Execution: exe, Item: item, Session: x, Scratch: scratch, Resumed: resumed}
 	turn.Started = func() error { return s.markRunning(r) }
 	turn.Emit = func(typ string, data any) { s.emit(exe, typ, data) }
+	turn.Writes = r.fence
 	turn.Closing = func() bool { return s.ctx.Err() != nil }
 
 	out, err := s.with.Executor.Execute(ctx, turn)
+	if why := r.lost.Load(); why != nil {
+		// Another process holds the execution now, or ended it: nothing
+		// here is this process's to settle. Its scratch stays for the
+		// adopter, which runs the turn on in it, and goes otherwise.
+		if cur, gerr := s.store.GetExecution(context.Background(), exe.ID); gerr == nil && desk.PhaseActive(cur.Phase) && cur.Owner != s.owner.ID {
+			suspended = true
+		}
+		log.Warn("stopped an execution this desk process no longer holds; not settling it", "why", *why, "err", err)
+		return
+	}
 	if errors.Is(err, ErrSuspended) && s.ctx.Err() != nil && r.started.Load() {
 		// Desk is shutting down while the turn waits on a person: the
 		// execution stays running, its wait pending, and the next process
@@ -257,6 +278,8 @@ func (s *Service) run(item *desk.QueueItem, exe *desk.Execution, resumed bool) {
 		reason := "interrupted"
 		if cur, gerr := s.store.GetExecution(context.Background(), exe.ID); gerr == nil && cur.Interruption != nil {
 			reason = cur.Interruption.Reason
+		} else if r.lapsed.Load() {
+			reason = reasonHeartbeatMissed
 		} else if s.ctx.Err() != nil {
 			reason = "owner-stopping"
 		}
@@ -302,7 +325,7 @@ func (s *Service) markRunning(r *running) error {
 	if r.stop.Load() {
 		return desk.Errorf(desk.ECONFLICT, "execution %s is stopping", r.exe.ID)
 	}
-	_, err := s.store.MarkRunning(s.ctx, r.exe.ID, s.owner.ID, s.opts.Now())
+	_, err := s.store.MarkRunning(r.fence, r.exe.ID, s.owner.ID, s.opts.Now())
 	if err != nil {
 		if desk.ErrorCode(err) == desk.EINTERNAL {
 			s.journalResult(err)
@@ -318,9 +341,9 @@ func (s *Service) markRunning(r *running) error {
 // execution that is no longer this process's are dropped (stale callbacks).
 func (s *Service) emit(exe *desk.Execution, typ string, data any) {
 	s.mu.Lock()
-	_, mine := s.active[exe.ID]
+	r := s.active[exe.ID]
 	s.mu.Unlock()
-	if !mine {
+	if r == nil || r.lost.Load() != nil {
 		return
 	}
 	b, err := jsonMarshal(data)
@@ -330,8 +353,10 @@ func (s *Service) emit(exe *desk.Execution, typ string, data any) {
 	}
 	e := &desk.Event{At: s.opts.Now(), Type: typ, WorkspaceID: exe.WorkspaceID, SessionID: exe.SessionID,
 		SurfaceID: exe.SurfaceID, ExecutionID: exe.ID, Data: b}
-	if err := s.store.AppendEvents(context.Background(), []*desk.Event{e}); err != nil {
-		s.journalResult(err)
+	if err := s.store.AppendEvents(r.fence, []*desk.Event{e}); err != nil {
+		if !desk.IsFenced(err) {
+			s.journalResult(err)
+		}
 		return
 	}
 	s.hub.notify()
@@ -357,10 +382,16 @@ func (s *Service) settle(log interface {
 	for attempt := 0; ; attempt++ {
 		req.Now = s.opts.Now()
 		var err error
-		x, _, err = s.store.Settle(context.Background(), req)
+		x, _, err = s.store.Settle(r.fence, req)
 		if err == nil {
 			s.journalResult(nil)
 			break
+		}
+		if desk.IsFenced(err) {
+			// A peer took the execution over or ended it (this process
+			// was taken for dead): it is the peer's to settle.
+			log.Error("settle execution: fenced off; another desk process holds it", "err", err)
+			return
 		}
 		if desk.IsCode(err, desk.ECONFLICT) || desk.IsCode(err, desk.ENOTFOUND) {
 			// Someone else settled it (recovery after this owner was taken

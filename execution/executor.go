@@ -47,6 +47,20 @@ type Turn struct {
 	// Emit records an event of the turn (assistant text deltas, tool call
 	// progress) in the event log and delivers it to live streams.
 	Emit func(typ string, data any)
+	// Writes is the context for the turn's records that must be written
+	// even after the turn's context ended (a command's final status, a
+	// cancelled call): never cancelled, it carries the turn's fence
+	// (desk.Fence), so a process that lost the execution writes nothing
+	// more of it. Nil in a Turn built by hand: use context.Background.
+	Writes context.Context
+}
+
+// WriteContext is t.Writes, or context.Background when it is unset.
+func (t *Turn) WriteContext() context.Context {
+	if t.Writes != nil {
+		return t.Writes
+	}
+	return context.Background()
 }
 
 // Outcome is what a finished turn produced.

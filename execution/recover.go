@@ -222,8 +222,7 @@ func (s *Service) sweepScratch(ctx context.Context) error {
 	return nil
 }
 
-// loop is the service's background work: heartbeats and lease renewal,
-// noticing stops requested from another process, recovering dead owners,
+// loop is the service's background work: noticing stops requested from another process, recovering dead owners,
 // dispatching work other processes queued or that became admissible (an
 // expired cooldown, an idle takeover), and pruning old events.
 func (s *Service) loop() {
@@ -239,14 +238,8 @@ func (s *Service) loop() {
 		}
 		ctx := s.ctx
 		now := s.opts.Now()
-		err := s.store.HeartbeatOwner(ctx, s.owner.ID, now)
-		if err == nil {
-			err = s.store.ExtendLeases(ctx, s.owner.ID, now.Add(s.opts.LeaseTTL))
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		s.journalResult(err)
+		// Heartbeats have their own goroutine (watchdog.go): a slow
+		// recovery or dispatch must not make this process miss them.
 		s.noticeRemoteStops(ctx)
 		if err := s.recover(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("recover executions", desk.LogErr, err)
@@ -265,31 +258,44 @@ func (s *Service) loop() {
 }
 
 // noticeRemoteStops cancels executions of this process that another
-// process asked to stop, or adopted.
+// process asked to stop, adopted, or ended: a peer that took this process
+// for dead (it was frozen past its lease) settles its executions as
+// owner-restarted, and this process must then stop them here without
+// settling them again. A fenced write notices the same at once; this
+// catches an execution that writes nothing for a while (a long model
+// call, a tool run).
 func (s *Service) noticeRemoteStops(ctx context.Context) {
 	s.mu.Lock()
 	var rs []*running
 	for _, r := range s.active {
-		if !r.stop.Load() {
+		if !r.stop.Load() && r.lost.Load() == nil {
 			rs = append(rs, r)
 		}
 	}
 	s.mu.Unlock()
 	for _, r := range rs {
 		x, err := s.store.GetExecution(ctx, r.exe.ID)
+		if desk.IsCode(err, desk.ENOTFOUND) {
+			s.lose(r, "its session was deleted")
+			continue
+		}
 		if err != nil {
 			continue
 		}
-		if x.Owner != s.owner.ID && x.Owner != "" {
+		switch {
+		case !desk.PhaseActive(x.Phase):
+			s.lose(r, "another desk process ended it ("+x.Phase+": "+x.Reason+")")
+		case x.Owner != s.owner.ID && x.Owner != "":
 			// Another process took this one for dead and adopted the
 			// execution (its turn waits on a person): that process runs it
 			// now, and this one lets go.
-			s.log.Warn("another desk process adopted this execution; stopping it here", "execution_id", x.ID, "owner", x.Owner)
-		} else if x.Phase != desk.PhaseStopping {
-			continue
+			s.lose(r, "another desk process adopted it (owner "+x.Owner+")")
+		case x.LeaseVersion != r.exe.LeaseVersion:
+			s.lose(r, fmt.Sprintf("it was taken over (lease version %d, this process holds %d)", x.LeaseVersion, r.exe.LeaseVersion))
+		case x.Phase == desk.PhaseStopping:
+			r.stop.Store(true)
+			r.cancel()
 		}
-		r.stop.Store(true)
-		r.cancel()
 	}
 }
 

@@ -44,8 +44,17 @@ type Options struct {
 	// LeaseTTL is how long a claim's lease lasts between renewals (30s).
 	LeaseTTL time.Duration
 	// OwnerTTL is how long a desk process may miss heartbeats before its
-	// executions are recovered by another (15s).
+	// executions are recovered by another (15s): the lease every running
+	// execution is held under (DESK_OWNER_TTL).
 	OwnerTTL time.Duration
+	// HeartbeatTimeout is this process's own deadline: when it has not
+	// renewed its owner row for this long (the database was unreachable,
+	// or the process was frozen), it stops its executions itself and
+	// claims nothing until a heartbeat succeeds again. It must be shorter
+	// than OwnerTTL by at least two heartbeat intervals, so that this
+	// process stops before any peer may take its executions over (two
+	// thirds of OwnerTTL; DESK_HEARTBEAT_TIMEOUT).
+	HeartbeatTimeout time.Duration
 	// PollInterval paces heartbeats, recovery of dead owners, dispatch of
 	// work other processes queued, and live streams (1s).
 	PollInterval time.Duration
@@ -77,6 +86,7 @@ func (o *Options) defaults() {
 	}
 	def(&o.LeaseTTL, 30*time.Second)
 	def(&o.OwnerTTL, 15*time.Second)
+	def(&o.HeartbeatTimeout, o.OwnerTTL*2/3)
 	def(&o.PollInterval, time.Second)
 	def(&o.StopTimeout, 10*time.Second)
 	def(&o.Cooldown, 60*time.Second)
@@ -130,6 +140,12 @@ type Service struct {
 	resumes     []resumption // adopted executions not yet running
 
 	journal atomic.Pointer[journalState]
+
+	// lastBeat is when this process last renewed its owner row (the
+	// heartbeat_at it wrote, Unix nanoseconds); lapsed is set while that
+	// is older than HeartbeatTimeout (watchdog.go).
+	lastBeat atomic.Int64
+	lapsed   atomic.Bool
 }
 
 // running is an execution this process is running.
@@ -139,6 +155,15 @@ type running struct {
 	done    chan struct{}
 	stop    atomic.Bool // an interrupt asked it to stop
 	started atomic.Bool
+	// lost says why this process no longer holds the execution (a fenced
+	// write, a peer that took it over or ended it): it stops here at once
+	// and is not settled here, since its new holder settles it.
+	lost atomic.Pointer[string]
+	// lapsed: the heartbeat watchdog stopped it (watchdog.go).
+	lapsed atomic.Bool
+	// fence is the context its writes outside the executor carry (events,
+	// the running mark, the settle): never cancelled, always fenced.
+	fence context.Context
 }
 
 type journalState struct{ err error }
@@ -198,6 +223,9 @@ func (s *Service) Open(ctx context.Context, run Run) (err error) {
 	if s.ctx != nil {
 		return fmt.Errorf("execution: already open")
 	}
+	if err := s.opts.checkLease(); err != nil {
+		return err
+	}
 	s.with = run
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	host := hostid.Identity()
@@ -208,6 +236,7 @@ func (s *Service) Open(ctx context.Context, run Run) (err error) {
 		s.cancel()
 		return fmt.Errorf("register owner: %w", err)
 	}
+	s.lastBeat.Store(now.UnixNano())
 	defer func() {
 		if err != nil {
 			s.cancel()
@@ -226,8 +255,10 @@ func (s *Service) Open(ctx context.Context, run Run) (err error) {
 			return fmt.Errorf("startup recovery: %w", err)
 		}
 	}
-	s.wg.Add(1)
+	s.wg.Add(3)
 	go s.loop()
+	go s.heartbeat()
+	go s.watchdog()
 	// Work that was queued while no desk ran, or that recovery held back,
 	// may dispatch from now on: first the turns that waited on a person
 	// when the last process died, then the queues.

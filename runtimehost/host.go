@@ -864,7 +864,7 @@ func (s *sink) NativeID(id string) {
 	if id == "" || id == s.c.native {
 		return
 	}
-	if err := s.h.o.Store.SetSessionNativeID(context.Background(), s.t.Session.ID, id); err != nil {
+	if err := s.h.o.Store.SetSessionNativeID(s.t.WriteContext(), s.t.Session.ID, id); err != nil {
 		s.log().Warn("record native id", "err", err)
 		return
 	}
@@ -901,7 +901,7 @@ func (s *sink) command(id, kind, title string, input json.RawMessage) *desk.Comm
 	}
 	c := &desk.Command{ID: desk.NewID("cmd"), ExecutionID: exe.ID, SessionID: s.t.Session.ID, SurfaceID: exe.SurfaceID,
 		CallID: id, Tool: tool, Arguments: args, Status: desk.CommandRequested, CreatedAt: desk.Now()}
-	if err := s.h.o.Store.CreateCommand(context.Background(), c); err != nil {
+	if err := s.h.o.Store.CreateCommand(s.t.WriteContext(), c); err != nil {
 		s.log().Warn("record runtime tool call", "err", err)
 	}
 	s.cmds[id] = c
@@ -949,7 +949,7 @@ func (s *sink) Tool(ev wire.ToolEvent) {
 		}
 		c.Output = ev.Output
 	}
-	if err := s.h.o.Store.UpdateCommand(context.Background(), c); err != nil {
+	if err := s.h.o.Store.UpdateCommand(s.t.WriteContext(), c); err != nil {
 		s.log().Warn("update runtime tool call", "err", err)
 	}
 }
@@ -963,7 +963,7 @@ func (s *sink) Plan(entries []wire.PlanEntry) {
 	card, _ := json.Marshal(map[string]any{"title": "Plan", "steps": steps, "entries": entries})
 	exe := s.t.Execution
 	p := &desk.Plan{ID: desk.NewID("pln"), SessionID: s.t.Session.ID, ExecutionID: exe.ID, Card: card, Status: desk.PlanApproved, CreatedAt: desk.Now()}
-	if err := s.h.o.Store.CreatePlan(context.Background(), p); err != nil {
+	if err := s.h.o.Store.CreatePlan(s.t.WriteContext(), p); err != nil {
 		s.log().Warn("record runtime plan", "err", err)
 		return
 	}
@@ -1006,7 +1006,7 @@ func (s *sink) Permission(ctx context.Context, req wire.PermissionRequest) (wire
 	}
 	cmd := s.command(id, req.Kind, req.Title, req.Input)
 	if setArguments(cmd, req.Input) {
-		_ = s.h.o.Store.UpdateCommand(context.Background(), cmd)
+		_ = s.h.o.Store.UpdateCommand(s.t.WriteContext(), cmd)
 	}
 	summary := req.Title
 	if len(req.Input) > 0 {
@@ -1029,7 +1029,7 @@ func (s *sink) Permission(ctx context.Context, req wire.PermissionRequest) (wire
 		// The turn was interrupted while a person was asked: the gate
 		// withdrew the request, and the call never runs.
 		cmd.Status = desk.CommandCancelled
-		_ = s.h.o.Store.UpdateCommand(context.Background(), cmd)
+		_ = s.h.o.Store.UpdateCommand(s.t.WriteContext(), cmd)
 		return wire.PermissionAnswer{Cancelled: true}, nil
 	}
 	switch s.settings.ApprovalMode {
@@ -1040,7 +1040,7 @@ func (s *sink) Permission(ctx context.Context, req wire.PermissionRequest) (wire
 		if !ok {
 			cmd.Status = desk.CommandDeclined
 		}
-		_ = s.h.o.Store.UpdateCommand(context.Background(), cmd)
+		_ = s.h.o.Store.UpdateCommand(s.t.WriteContext(), cmd)
 	}
 	if ok {
 		return allow()

@@ -51,7 +51,7 @@ func (s *sink) assistantMessage() {
 	t := s.t
 	m := &desk.Message{ID: desk.NewID("msg"), SessionID: t.Session.ID, SurfaceID: t.Execution.SurfaceID, ExecutionID: t.Execution.ID,
 		Role: desk.RoleAssistant, Text: text, ToolCalls: calls, CreatedAt: desk.Now()}
-	if err := s.h.o.Store.AppendMessage(context.Background(), m); err != nil {
+	if err := s.h.o.Store.AppendMessage(s.t.WriteContext(), m); err != nil {
 		s.log().Warn("record the runtime's reply in the transcript", "err", err)
 	}
 }

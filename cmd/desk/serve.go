@@ -130,6 +130,10 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 			if err != nil {
 				return &usageError{err}
 			}
+			eo, err := executionOptions()
+			if err != nil {
+				return &usageError{err}
+			}
 			// One server per home: a second one would share the SQLite file,
 			// the blob tree and the run files with the first.
 			shared := os.Getenv(sharedHomeEnv) == "1"
@@ -148,6 +152,7 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 				Model: os.Getenv("DESK_MODEL"), Models: models.Split(os.Getenv("DESK_MODELS")), Agent: ao, TSC: os.Getenv("DESK_TSC"),
 				MCPOrigins:          strings.FieldsFunc(os.Getenv("DESK_MCP_ORIGINS"), func(r rune) bool { return r == ',' || r == ' ' }),
 				MCPSessionsPerToken: int(min(mcpSessions, 1<<20)),
+				Execution:           eo,
 			})
 			if err != nil {
 				return err

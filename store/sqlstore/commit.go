@@ -72,7 +72,9 @@ func (s *DB) committer() {
 // Every write goes through here, so this is where a database's "disk
 // full" is given its meaning (see DB.full).
 func (s *DB) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.full(s.runTx(ctx, fn))
+	err := s.runTx(ctx, fn)
+	fenceLost(ctx, err) // fence.go
+	return s.full(err)
 }
 
 func (s *DB) runTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
@@ -131,7 +133,11 @@ func (s *DB) runBatch(batch []*txReq) {
 				return
 			}
 		}
-		err := r.fn(tx)
+		// A fenced write is checked in its own savepoint (fence.go).
+		err := s.checkFence(r.ctx, tx)
+		if err == nil {
+			err = r.fn(tx)
+		}
 		if err == nil {
 			if !one {
 				if _, err = tx.ExecContext(context.Background(), "RELEASE SAVEPOINT desk_tx"); err != nil {
@@ -176,7 +182,11 @@ func (s *DB) plainTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(tx); err != nil {
+	err = s.checkFence(ctx, tx) // fence.go
+	if err == nil {
+		err = fn(tx)
+	}
+	if err != nil {
 		_ = tx.Rollback()
 		return err
 	}

@@ -273,14 +273,14 @@ func (s *DB) SurfacesWithQueuedWork(ctx context.Context, limit int) ([]string, e
 // ---- claims and executions ----
 
 const executionCols = `id, session_id, surface_id, workspace_id, queue_item_id, phase, origin, owner, requested_at,
-	started_at, finished_at, reason, interruption, stop_error`
+	started_at, finished_at, reason, interruption, stop_error, lease_version`
 
 func scanExecution(r interface{ Scan(...any) error }) (*desk.Execution, error) {
 	var x desk.Execution
 	var origin, intr string
 	var req, st, fin int64
 	if err := r.Scan(&x.ID, &x.SessionID, &x.SurfaceID, &x.WorkspaceID, &x.QueueItemID, &x.Phase, &origin, &x.Owner,
-		&req, &st, &fin, &x.Reason, &intr, &x.StopError); err != nil {
+		&req, &st, &fin, &x.Reason, &intr, &x.StopError, &x.LeaseVersion); err != nil {
 		return nil, err
 	}
 	o, err := decodeOrigin(origin)
@@ -464,10 +464,10 @@ func (s *DB) Claim(ctx context.Context, r desk.ClaimRequest) (*desk.QueueItem, *
 		origin := item.Origin
 		origin.ExecutionID, origin.SurfaceID = r.ExecutionID, r.SurfaceID
 		exe = &desk.Execution{ID: r.ExecutionID, SessionID: item.SessionID, SurfaceID: item.SurfaceID, WorkspaceID: item.WorkspaceID,
-			QueueItemID: item.ID, Phase: desk.PhaseStarting, Origin: origin, Owner: r.Owner, RequestedAt: r.Now}
-		if _, err := s.exec(ctx, tx, `INSERT INTO executions (id, session_id, surface_id, workspace_id, queue_item_id, phase, origin, owner, requested_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, exe.ID, exe.SessionID, exe.SurfaceID, exe.WorkspaceID, exe.QueueItemID, exe.Phase,
-			encodeJSON(exe.Origin), exe.Owner, micros(exe.RequestedAt)); err != nil {
+			QueueItemID: item.ID, Phase: desk.PhaseStarting, Origin: origin, Owner: r.Owner, RequestedAt: r.Now, LeaseVersion: item.LeaseVersion}
+		if _, err := s.exec(ctx, tx, `INSERT INTO executions (id, session_id, surface_id, workspace_id, queue_item_id, phase, origin, owner, requested_at, lease_version)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, exe.ID, exe.SessionID, exe.SurfaceID, exe.WorkspaceID, exe.QueueItemID, exe.Phase,
+			encodeJSON(exe.Origin), exe.Owner, micros(exe.RequestedAt), exe.LeaseVersion); err != nil {
 			return s.conflict(err, "surface "+r.SurfaceID+" already has an active execution")
 		}
 		return s.emit(ctx, tx, r.Now, append(budgetEvents, queueEvent("queue.dispatching", item), executionEvent("execution.starting", exe))...)
@@ -502,12 +502,17 @@ func (s *DB) AdoptExecution(ctx context.Context, executionID, from, owner string
 		if x.Phase != desk.PhaseRunning || x.Owner != from {
 			return desk.Errorf(desk.ECONFLICT, "execution %s is %s (owner %s); it cannot be adopted from %s", x.ID, x.Phase, x.Owner, from)
 		}
+		// A takeover is a new claim: its lease version is one more, so
+		// every write still in flight under the old claim is fenced off
+		// (even one of this very owner, should the execution come back
+		// to it after another takeover).
 		x.Owner = owner
-		if _, err := s.exec(ctx, tx, `UPDATE executions SET owner = ? WHERE id = ?`, owner, x.ID); err != nil {
+		x.LeaseVersion++
+		if _, err := s.exec(ctx, tx, `UPDATE executions SET owner = ?, lease_version = ? WHERE id = ?`, owner, x.LeaseVersion, x.ID); err != nil {
 			return err
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE queue_items SET claimed_by = ?, lease_expires_at = ?, updated_at = ? WHERE id = ? AND status = 'dispatching'`,
-			owner, micros(leaseUntil), micros(now), x.QueueItemID); err != nil {
+		if _, err := s.exec(ctx, tx, `UPDATE queue_items SET claimed_by = ?, lease_expires_at = ?, lease_version = ?, updated_at = ? WHERE id = ? AND status = 'dispatching'`,
+			owner, micros(leaseUntil), x.LeaseVersion, micros(now), x.QueueItemID); err != nil {
 			return err
 		}
 		out = x
