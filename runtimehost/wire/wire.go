@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"path"
+	"regexp"
 	"strings"
 )
 
@@ -230,6 +231,10 @@ type PermissionRequest struct {
 func CommandLine(v json.RawMessage) string {
 	var s string
 	if json.Unmarshal(v, &s) == nil {
+		// Codex app-server reports `/bin/sh -lc 'script'` as one string.
+		if m := shellWrapped.FindStringSubmatch(s); m != nil {
+			return strings.ReplaceAll(m[1], `'\''`, "'")
+		}
 		return s
 	}
 	var argv []string
@@ -298,6 +303,10 @@ func Diff(path, old, new string) string {
 	}
 	return b.String()
 }
+
+// shellWrapped is a shell's -c / -lc wrapper around one single-quoted
+// script (whose own quotes are written '\”).
+var shellWrapped = regexp.MustCompile(`^(?:/usr)?(?:/bin/)?(?:ba|z|da)?sh -l?c '((?:[^']|'\\'')*)'$`)
 
 func shellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
