@@ -120,7 +120,53 @@ type Approval struct {
 	Reason      string     `json:"reason,omitempty"`
 	CreatedAt   time.Time  `json:"created_at"`
 	DecidedAt   *time.Time `json:"decided_at,omitempty"`
+	// ApprovalRequest is the request as a person reads it, the same
+	// shape whichever executor asked (the original request stays in the
+	// command record's arguments).
+	ApprovalRequest
+	// OptionID is the option chosen, once decided by one.
+	OptionID string `json:"option_id,omitempty"`
 }
+
+// Approval option kinds (ACP's words; every executor's options map onto
+// them).
+const (
+	OptionAllowOnce    = "allow_once"
+	OptionAllowAlways  = "allow_always"
+	OptionRejectOnce   = "reject_once"
+	OptionRejectAlways = "reject_always"
+)
+
+// ApprovalRequest is what a gated call asks, readable by a person: what
+// (the command line, or the file changed), where, why, and the answers
+// the executor offers.
+type ApprovalRequest struct {
+	// What is the command line as a person reads it, or the file an edit
+	// changes; never the executor's JSON.
+	What string `json:"what,omitempty"`
+	// Diff is the change of an edit, when the executor reports it.
+	Diff string `json:"diff,omitempty"`
+	// Cwd is where a command runs.
+	Cwd string `json:"cwd,omitempty"`
+	// Why is the executor's reason for asking.
+	Why string `json:"why,omitempty"`
+	// Options are the executor's own answers, with their exact ids.
+	Options []ApprovalOption `json:"options,omitempty"`
+}
+
+// ApprovalOption is one answer an executor offers to an approval.
+type ApprovalOption struct {
+	ID    string `json:"id"`
+	Kind  string `json:"kind"` // allow_once, allow_always, reject_once or reject_always
+	Label string `json:"label"`
+}
+
+// OptionAllows reports whether choosing an option of kind lets the call run.
+func OptionAllows(kind string) bool { return kind == OptionAllowOnce || kind == OptionAllowAlways }
+
+// OptionLasts reports whether an option of kind stands for the rest of
+// the session (the same request is answered the same way, unasked).
+func OptionLasts(kind string) bool { return kind == OptionAllowAlways || kind == OptionRejectAlways }
 
 // Input request statuses.
 const (
@@ -331,7 +377,7 @@ type AgentStore interface {
 	CreateApproval(ctx context.Context, a *Approval) error
 	// DecideApproval records a decision on a pending approval; a decided
 	// one is ECONFLICT.
-	DecideApproval(ctx context.Context, id, status, by, reason string, at time.Time) (*Approval, error)
+	DecideApproval(ctx context.Context, id, status, optionID, by, reason string, at time.Time) (*Approval, error)
 	GetApproval(ctx context.Context, id string) (*Approval, error)
 	ListApprovals(ctx context.Context, sessionID string, pendingOnly bool) ([]*Approval, error)
 

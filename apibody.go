@@ -235,9 +235,26 @@ type ResolveRequest struct {
 }
 
 // ApprovalDecision decides an approval request.
+//
+// OptionID names one of the approval's options (its "options"); the older
+// Decision words still work: approve chooses the first allow_once option,
+// deny the first reject_once. Give one of the two.
 type ApprovalDecision struct {
-	Decision string `json:"decision" jsonschema:"enum=approve,enum=deny"`
+	Decision string `json:"decision,omitempty" jsonschema:"enum=approve,enum=deny"`
+	OptionID string `json:"option_id,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+}
+
+// Choice is the option the decision names: option_id, or the decision
+// word, with a clear error when both disagree.
+func (d ApprovalDecision) Choice() (string, error) {
+	switch {
+	case d.OptionID != "" && d.Decision != "" && d.OptionID != d.Decision:
+		return "", Errorf(EINVALID, "give option_id or decision, not both (option_id %q, decision %q)", d.OptionID, d.Decision)
+	case d.OptionID != "":
+		return d.OptionID, nil
+	}
+	return d.Decision, nil
 }
 
 // ApprovalList lists approval requests.

@@ -19,7 +19,10 @@ import (
 // gate decides whether a gated call may start, by the workspace's approval
 // mode (conversation.Gate.Approve).
 func (tr *turn) gate(cmd *desk.Command, summary string) (bool, string, error) {
-	return tr.waits.Approve(tr.ctx, conversation.Approval{Command: cmd, Summary: summary, Mode: tr.settings.ApprovalMode,
+	// A tool's gate summary is already what a person reads ("write
+	// /artifacts/a.md", the command line); the agent offers the gate's
+	// default options.
+	return tr.waits.Approve(tr.ctx, conversation.Approval{Command: cmd, Summary: summary, Request: desk.ApprovalRequest{What: summary}, Mode: tr.settings.ApprovalMode,
 		Review: func() (bool, string) { return tr.review(cmd.Tool, summary) }})
 }
 

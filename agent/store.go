@@ -45,7 +45,7 @@ type Store interface {
 	LastTurnUsage(ctx context.Context, surfaceID string) (*desk.ModelUsage, error)
 	GetSession(ctx context.Context, id string) (*desk.Session, error)
 	GetMessage(ctx context.Context, id string) (*desk.Message, error)
-	DecideApproval(ctx context.Context, id, status, by, reason string, at time.Time) (*desk.Approval, error)
+	DecideApproval(ctx context.Context, id, status, optionID, by, reason string, at time.Time) (*desk.Approval, error)
 	CountArtifacts(ctx context.Context, sessionID string) (int, error)
 	AnswerInputRequest(ctx context.Context, id, status string, answers map[string]string, at time.Time) (*desk.InputRequest, error)
 	ActiveExecution(ctx context.Context, surfaceID string) (*desk.Execution, error)

@@ -65,10 +65,14 @@ func (c *Client) Approvals(ctx context.Context, ses string, pending bool) ([]*de
 	return out.Approvals, nil
 }
 
-// DecideApproval approves or denies a gated tool call.
+// DecideApproval answers a gated tool call: decision is approve, deny,
+// or the id of one of the approval's options.
 func (c *Client) DecideApproval(ctx context.Context, apr, decision, reason string) (*desk.Approval, error) {
 	var out desk.Approval
 	body := desk.ApprovalDecision{Decision: decision, Reason: reason}
+	if decision != "approve" && decision != "deny" {
+		body = desk.ApprovalDecision{OptionID: decision, Reason: reason}
+	}
 	if err := c.doJSON(ctx, "POST", "/v1/approvals/"+esc(apr), body, &out); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package conversation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,7 +30,9 @@ func caller(ctx context.Context) string {
 	return p.ActorID
 }
 
-// DecideApproval answers an approval request: approve or deny.
+// DecideApproval answers an approval request with one of its options:
+// decision is an option id, or the words approve (the first allow_once
+// option) and deny (the first reject_once).
 func (s *Service) DecideApproval(ctx context.Context, id, decision, reason string) (*desk.Approval, error) {
 	ap, err := s.store.GetApproval(ctx, id)
 	if err != nil {
@@ -39,11 +42,15 @@ func (s *Service) DecideApproval(ctx context.Context, id, decision, reason strin
 	if err != nil {
 		return nil, desk.Errorf(desk.ENOTFOUND, "approval %s not found", id)
 	}
-	status := map[string]string{"approve": desk.ApprovalApproved, "deny": desk.ApprovalDenied}[decision]
-	if status == "" {
-		return nil, desk.Errorf(desk.EINVALID, "decision %q must be approve or deny", decision)
+	opt, err := chooseOption(ap, decision)
+	if err != nil {
+		return nil, err
 	}
-	out, err := s.store.DecideApproval(ctx, id, status, caller(ctx), reason, desk.Now())
+	status := desk.ApprovalDenied
+	if desk.OptionAllows(opt.Kind) {
+		status = desk.ApprovalApproved
+	}
+	out, err := s.store.DecideApproval(ctx, id, status, opt.ID, caller(ctx), reason, desk.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +58,37 @@ func (s *Service) DecideApproval(ctx context.Context, id, decision, reason strin
 	o := desk.Origin{WorkspaceID: x.WorkspaceID, SessionID: x.ID, ExecutionID: ap.ExecutionID, Actor: caller(ctx), Kind: desk.OriginUser}
 	s.record(x.WorkspaceID, &archive.ApprovalResolved{Envelope: archive.Envelope{At: time.Now(), Channel: "http", ConversationID: x.ID, Origin: &o},
 		ApprovalID: id, Decision: decisionWord(status), Reason: reason})
-	return out, nil
+	return shown(out), nil
+}
+
+// chooseOption is the option of ap that decision names: an option id
+// first (an executor's ids are its own words and could be anything),
+// then approve and deny.
+func chooseOption(ap *desk.Approval, decision string) (desk.ApprovalOption, error) {
+	opts := OptionsOf(ap)
+	for _, o := range opts {
+		if o.ID == decision {
+			return o, nil
+		}
+	}
+	// approve and deny prefer the option that is asked again next time.
+	prefer := map[string][]string{
+		"approve": {desk.OptionAllowOnce, desk.OptionAllowAlways},
+		"deny":    {desk.OptionRejectOnce, desk.OptionRejectAlways},
+	}[decision]
+	for _, k := range prefer {
+		if i := slices.IndexFunc(opts, func(o desk.ApprovalOption) bool { return o.Kind == k }); i >= 0 {
+			return opts[i], nil
+		}
+	}
+	ids := make([]string, 0, len(opts))
+	for _, o := range opts {
+		ids = append(ids, o.ID)
+	}
+	if decision == "" {
+		return desk.ApprovalOption{}, desk.Errorf(desk.EINVALID, "option_id is required: one of %s (or decision approve or deny)", strings.Join(ids, ", "))
+	}
+	return desk.ApprovalOption{}, desk.Errorf(desk.EINVALID, "option %q is not one of approval %s's options: %s (or decision approve or deny)", decision, ap.ID, strings.Join(ids, ", "))
 }
 
 // Approvals lists a session's approvals.
@@ -60,7 +97,26 @@ func (s *Service) Approvals(ctx context.Context, sessionID string, pending bool)
 	if err != nil {
 		return nil, err
 	}
-	return s.store.ListApprovals(ctx, x.ID, pending)
+	aps, err := s.store.ListApprovals(ctx, x.ID, pending)
+	for _, ap := range aps {
+		shown(ap)
+	}
+	return aps, err
+}
+
+// shown fills what the doors show of ap: every option a person may
+// choose (the gate's defaults when the executor offered none), and what
+// it asks (its summary, for a request recorded before approvals had a
+// readable shape).
+func shown(ap *desk.Approval) *desk.Approval {
+	if ap == nil {
+		return nil
+	}
+	ap.Options = OptionsOf(ap)
+	if ap.What == "" {
+		ap.What = ap.Summary
+	}
+	return ap
 }
 
 // InputRequests lists a session's input requests.

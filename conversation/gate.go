@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/desk-runtime/desk"
@@ -118,6 +119,9 @@ type Approval struct {
 	// person decides.
 	Command *desk.Command
 	Summary string
+	// Request is the call as a person reads it, with the executor's own
+	// options; without options a person chooses from DefaultOptions.
+	Request desk.ApprovalRequest
 	// Mode is the workspace's approval mode.
 	Mode string
 	// Review decides in auto-review mode: whether the call may run, and
@@ -136,15 +140,64 @@ type Approval struct {
 // (unless the turn suspends or was adopted, see GateOptions) and ctx's
 // error returned.
 func (g *Gate) Approve(ctx context.Context, a Approval) (bool, string, error) {
+	v, err := g.Decide(ctx, a)
+	return v.Allowed, v.Why, err
+}
+
+// Verdict is the decision on a gated call.
+type Verdict struct {
+	Allowed bool
+	// Why is the reason (for a person's decision without one, who
+	// decided).
+	Why string
+	// Option is the option chosen ("" when no person chose: full-access
+	// or auto-review). An executor answers its runtime with it.
+	Option desk.ApprovalOption
+}
+
+// DefaultOptions are what a person chooses from when the executor offers
+// no options of its own (desk's own agent): once, for the rest of the
+// session, or not.
+var DefaultOptions = []desk.ApprovalOption{
+	{ID: "approve", Kind: desk.OptionAllowOnce, Label: "Approve"},
+	{ID: "approve_always", Kind: desk.OptionAllowAlways, Label: "Approve for this session"},
+	{ID: "deny", Kind: desk.OptionRejectOnce, Label: "Deny"},
+}
+
+// OptionsOf are the options a person chooses from for ap: the
+// executor's own, plus a deny when it offered no way to refuse (the
+// executor then answers its runtime "cancelled").
+func OptionsOf(ap *desk.Approval) []desk.ApprovalOption {
+	if len(ap.Options) == 0 {
+		return DefaultOptions
+	}
+	for _, o := range ap.Options {
+		if !desk.OptionAllows(o.Kind) {
+			return ap.Options
+		}
+	}
+	return append(slices.Clip(ap.Options), desk.ApprovalOption{ID: "deny", Kind: desk.OptionRejectOnce, Label: "Deny"})
+}
+
+// Decide is Approve with the option chosen. In user mode a request the
+// session already answered with an "always" option (the same tool and
+// the same command line or file) is answered the same way without asking
+// again, whatever the executor remembers itself: a runtime child that
+// restarted has forgotten its own "allow for this session".
+func (g *Gate) Decide(ctx context.Context, a Approval) (Verdict, error) {
 	switch a.Mode {
 	case desk.ApprovalModeFullAccess:
-		return true, "", nil
+		return Verdict{Allowed: true}, nil
 	case desk.ApprovalModeAutoReview:
-		return g.autoReview(ctx, a)
+		ok, why, err := g.autoReview(ctx, a)
+		return Verdict{Allowed: ok, Why: why}, err
 	}
-	ap, err := g.pendingApproval(ctx, a.Command, a.Summary)
+	if v, ok := g.standing(ctx, a); ok {
+		return v, nil
+	}
+	ap, err := g.pendingApproval(ctx, a.Command, a.Summary, a.Request)
 	if err != nil {
-		return false, "", err
+		return Verdict{}, err
 	}
 	var got *desk.Approval
 	_, err = g.s.await(ctx, ap.ID, time.Time{}, func() (bool, error) {
@@ -157,26 +210,76 @@ func (g *Gate) Approve(ctx context.Context, a Approval) (bool, string, error) {
 	})
 	if err != nil {
 		if g.closing() {
-			return false, "", execution.ErrSuspended
+			return Verdict{}, execution.ErrSuspended
 		}
 		if g.takenOver() {
-			return false, "", err
+			return Verdict{}, err
 		}
 		// Interrupted while waiting: the request is withdrawn.
-		if _, derr := g.s.store.DecideApproval(context.Background(), ap.ID, desk.ApprovalCancelled, "system", "the turn was interrupted", desk.Now()); derr == nil {
+		if _, derr := g.s.store.DecideApproval(context.Background(), ap.ID, desk.ApprovalCancelled, "", "system", "the turn was interrupted", desk.Now()); derr == nil {
 			g.record(&archive.ApprovalResolved{Envelope: g.envelope(), ApprovalID: ap.ID, Decision: "cancelled", Reason: "the turn was interrupted"})
 		}
-		return false, "", err
+		return Verdict{}, err
 	}
 	if g.takenOver() {
-		return false, "", fmt.Errorf("execution %s was adopted by another desk process; it runs the approved call", g.t.Execution.ID)
+		return Verdict{}, fmt.Errorf("execution %s was adopted by another desk process; it runs the approved call", g.t.Execution.ID)
 	}
 	// Whoever decided (the door's DecideApproval) archived the decision.
 	why := got.Reason
 	if why == "" {
 		why = "by " + got.DecidedBy
 	}
-	return got.Status == desk.ApprovalApproved, why, nil
+	v := Verdict{Allowed: got.Status == desk.ApprovalApproved, Why: why}
+	for _, o := range OptionsOf(got) {
+		if o.ID == got.OptionID {
+			v.Option = o
+		}
+	}
+	return v, nil
+}
+
+// standing finds the session's "always" answer to the same request: an
+// approval of the same tool and the same What, decided with an
+// allow_always or reject_always option. The verdict carries the option
+// of that kind the executor offers now (its ids may differ from call to
+// call), or its allow_once / reject_once.
+func (g *Gate) standing(ctx context.Context, a Approval) (Verdict, bool) {
+	if a.Request.What == "" {
+		return Verdict{}, false
+	}
+	aps, err := g.s.store.ListApprovals(ctx, g.t.Session.ID, false)
+	if err != nil {
+		return Verdict{}, false
+	}
+	for i := len(aps) - 1; i >= 0; i-- {
+		ap := aps[i]
+		if ap.Tool != a.Command.Tool || ap.What != a.Request.What || ap.OptionID == "" {
+			continue
+		}
+		var kind string
+		for _, o := range OptionsOf(ap) {
+			if o.ID == ap.OptionID {
+				kind = o.Kind
+			}
+		}
+		if !desk.OptionLasts(kind) {
+			continue
+		}
+		allowed := desk.OptionAllows(kind)
+		v := Verdict{Allowed: allowed, Why: fmt.Sprintf("answered for this session by %s (approval %s)", ap.DecidedBy, ap.ID)}
+		now := OptionsOf(&desk.Approval{ApprovalRequest: a.Request})
+		once := desk.OptionRejectOnce
+		if allowed {
+			once = desk.OptionAllowOnce
+		}
+		for _, k := range []string{once, kind} {
+			if j := slices.IndexFunc(now, func(o desk.ApprovalOption) bool { return o.Kind == k }); j >= 0 {
+				v.Option = now[j]
+			}
+		}
+		return v, true
+	}
+	return Verdict{}, false
 }
 
 // autoReview records the reviewer's verdict as a decided approval. A
@@ -199,7 +302,7 @@ func (g *Gate) autoReview(ctx context.Context, a Approval) (bool, string, error)
 		status = desk.ApprovalDenied
 	}
 	ap := &desk.Approval{ID: desk.NewID("apr"), SessionID: g.t.Session.ID, ExecutionID: g.t.Execution.ID, CommandID: cmd.ID, Tool: cmd.Tool,
-		Summary: a.Summary, Status: status, DecidedBy: "auto-review", Reason: reason, CreatedAt: now, DecidedAt: &now}
+		Summary: a.Summary, Status: status, DecidedBy: "auto-review", Reason: reason, CreatedAt: now, DecidedAt: &now, ApprovalRequest: a.Request}
 	if err := g.s.store.CreateApproval(ctx, ap); err != nil {
 		return false, "", err
 	}
@@ -212,7 +315,7 @@ func (g *Gate) autoReview(ctx context.Context, a Approval) (bool, string, error)
 // pendingApproval is the approval request of cmd, asked for now; a resumed
 // turn finds the one it asked for before the restart (pending, or decided
 // meanwhile) instead of asking again.
-func (g *Gate) pendingApproval(ctx context.Context, cmd *desk.Command, summary string) (*desk.Approval, error) {
+func (g *Gate) pendingApproval(ctx context.Context, cmd *desk.Command, summary string, req desk.ApprovalRequest) (*desk.Approval, error) {
 	if g.t.Resumed {
 		aps, err := g.s.store.ListApprovals(ctx, g.t.Session.ID, false)
 		if err != nil {
@@ -231,7 +334,7 @@ func (g *Gate) pendingApproval(ctx context.Context, cmd *desk.Command, summary s
 		}
 	}
 	ap := &desk.Approval{ID: desk.NewID("apr"), SessionID: g.t.Session.ID, ExecutionID: g.t.Execution.ID, CommandID: cmd.ID, Tool: cmd.Tool,
-		Summary: summary, Status: desk.ApprovalPending, CreatedAt: desk.Now()}
+		Summary: summary, Status: desk.ApprovalPending, CreatedAt: desk.Now(), ApprovalRequest: req}
 	// The request exists before the command says it waits, so whoever
 	// sees a waiting command finds what it waits for.
 	if err := g.s.store.CreateApproval(ctx, ap); err != nil {

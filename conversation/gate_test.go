@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -339,5 +340,78 @@ func TestAutoReviewVerdictStands(t *testing.T) {
 	ok, _, err = f.service().Gate(f.turn(exe, true, nil), conversation.GateOptions{Resumes: true}).Approve(context.Background(), a)
 	if err != nil || !ok || reviews != 1 {
 		t.Fatalf("resumed auto-review = %v, %v after %d reviews; want the first verdict, reviewed once", ok, err, reviews)
+	}
+}
+
+// A runtime's own options reach the person and back: an unknown option
+// is refused naming the ones there are, the chosen option is what the
+// gate returns, and an allow_always answer stands for the same command
+// for the rest of the session (no new request), but not for another.
+func TestGateOptionsAndStandingAnswers(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	exe := desk.NewID("exe")
+	s := f.service()
+	g := s.Gate(f.turn(exe, false, nil), conversation.GateOptions{})
+	codex := []desk.ApprovalOption{
+		{ID: "accept", Kind: desk.OptionAllowOnce, Label: "Allow once"},
+		{ID: "acceptForSession", Kind: desk.OptionAllowAlways, Label: "Allow for this session"},
+		{ID: "decline", Kind: desk.OptionRejectOnce, Label: "Decline"},
+	}
+	ask := func(cmd *desk.Command, what string) <-chan conversation.Verdict {
+		out := make(chan conversation.Verdict, 1)
+		go func() {
+			v, err := g.Decide(context.Background(), conversation.Approval{Command: cmd, Summary: what, Mode: desk.ApprovalModeUser,
+				Request: desk.ApprovalRequest{What: what, Cwd: "/workspace", Why: "it writes", Options: codex}})
+			if err != nil {
+				t.Error(err)
+			}
+			out <- v
+		}()
+		return out
+	}
+	res := ask(f.command(t, exe), "rm -rf build")
+	ap := f.pending(t)
+	shown, err := s.Approvals(admin, f.sess.ID, true)
+	must(t, err)
+	if len(shown) != 1 || shown[0].What != "rm -rf build" || shown[0].Cwd != "/workspace" || len(shown[0].Options) != 3 {
+		t.Fatalf("the approval as the doors show it: %+v", shown)
+	}
+	if _, err := s.DecideApproval(admin, ap.ID, "yolo", ""); !desk.IsCode(err, desk.EINVALID) || !strings.Contains(err.Error(), "acceptForSession") {
+		t.Fatalf("an option the runtime did not offer: %v", err)
+	}
+	if cur, _ := f.store.GetApproval(context.Background(), ap.ID); cur.Status != desk.ApprovalPending {
+		t.Fatalf("a refused answer changed the approval: %+v", cur)
+	}
+	dec, err := s.DecideApproval(admin, ap.ID, "acceptForSession", "")
+	must(t, err)
+	if dec.Status != desk.ApprovalApproved || dec.OptionID != "acceptForSession" {
+		t.Fatalf("decided %+v", dec)
+	}
+	if v := receive(t, res, "the verdict"); !v.Allowed || v.Option.ID != "acceptForSession" {
+		t.Fatalf("verdict %+v", v)
+	}
+	// The same command again: answered from the standing answer, unasked.
+	v := receive(t, ask(f.command(t, exe), "rm -rf build"), "the standing verdict")
+	if !v.Allowed || v.Option.Kind == "" {
+		t.Fatalf("standing verdict %+v", v)
+	}
+	if all, _ := f.store.ListApprovals(context.Background(), f.sess.ID, false); len(all) != 1 {
+		t.Fatalf("the same command asked again: %d approvals", len(all))
+	}
+	// Another command is asked; "approve" picks the once option.
+	res = ask(f.command(t, exe), "rm -rf dist")
+	var next *desk.Approval
+	testwait.Until(t, wait, func() bool {
+		aps, _ := f.store.ListApprovals(context.Background(), f.sess.ID, true)
+		if len(aps) == 1 {
+			next = aps[0]
+		}
+		return next != nil
+	}, "the other command's approval")
+	dec, err = s.DecideApproval(admin, next.ID, "approve", "")
+	must(t, err)
+	if v := receive(t, res, "the other verdict"); !v.Allowed || v.Option.ID != "accept" || dec.OptionID != "accept" {
+		t.Fatalf("approve chose %+v (%s)", v.Option, dec.OptionID)
 	}
 }

@@ -31,7 +31,7 @@ type Store interface {
 	AppendMessage(ctx context.Context, m *desk.Message) error
 
 	CreateApproval(ctx context.Context, a *desk.Approval) error
-	DecideApproval(ctx context.Context, id, status, by, reason string, at time.Time) (*desk.Approval, error)
+	DecideApproval(ctx context.Context, id, status, optionID, by, reason string, at time.Time) (*desk.Approval, error)
 	GetApproval(ctx context.Context, id string) (*desk.Approval, error)
 	ListApprovals(ctx context.Context, sessionID string, pendingOnly bool) ([]*desk.Approval, error)
 

@@ -105,7 +105,7 @@ func (s *Service) SettleDeadTurn(ctx context.Context, x *desk.Execution) error {
 	}
 	for _, ap := range aps {
 		if ap.ExecutionID == x.ID {
-			if _, err := s.store.DecideApproval(ctx, ap.ID, desk.ApprovalCancelled, "system", why, now); err != nil && !desk.IsCode(err, desk.ECONFLICT) {
+			if _, err := s.store.DecideApproval(ctx, ap.ID, desk.ApprovalCancelled, "", "system", why, now); err != nil && !desk.IsCode(err, desk.ECONFLICT) {
 				return err
 			}
 		}

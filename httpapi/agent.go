@@ -232,7 +232,11 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	a, err := s.Conversation.DecideApproval(r.Context(), id, in.Decision, in.Reason)
+	choice, err := in.Choice()
+	if err != nil {
+		return err
+	}
+	a, err := s.Conversation.DecideApproval(r.Context(), id, choice, in.Reason)
 	if err != nil {
 		return err
 	}

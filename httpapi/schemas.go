@@ -187,6 +187,7 @@ var enums = []enum{
 	{reflect.TypeFor[desk.Message](), "role", []string{"user", "assistant"}},
 	{reflect.TypeFor[desk.Command](), "status", []string{"requested", "waiting", "running", "succeeded", "failed", "declined", "cancelled", "unknown"}},
 	{reflect.TypeFor[desk.Approval](), "status", []string{"pending", "approved", "denied", "cancelled"}},
+	{reflect.TypeFor[desk.ApprovalOption](), "kind", []string{"allow_once", "allow_always", "reject_once", "reject_always"}},
 	{reflect.TypeFor[desk.InputRequest](), "status", []string{"pending", "answered", "defaulted", "cancelled"}},
 	{reflect.TypeFor[desk.Plan](), "status", []string{"proposed", "approved", "declined", "revised"}},
 	{reflect.TypeFor[desk.AgentSettings](), "approval_mode", []string{"user", "auto-review", "full-access"}},

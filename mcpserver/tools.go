@@ -82,7 +82,8 @@ type (
 	}
 	approvalAnswerArgs struct {
 		ApprovalID string `json:"approval_id" jsonschema:"the approval (apr_…)"`
-		Decision   string `json:"decision" jsonschema:"approve or deny"`
+		Decision   string `json:"decision,omitempty" jsonschema:"approve or deny (or give option_id)"`
+		OptionID   string `json:"option_id,omitempty" jsonschema:"the id of one of the approval's options (approvals_list shows them, with their kind allow_once, allow_always, reject_once or reject_always)"`
 		Reason     string `json:"reason,omitempty" jsonschema:"why, shown with the decision"`
 	}
 	inputAnswerArgs struct {
@@ -250,9 +251,13 @@ func (b *backend) addTools(s *sdk.Server) {
 			as, err := caller(ctx).Approvals(ctx, in.SessionID, in.Pending)
 			return approvalsOut{nonNil(as)}, err
 		})
-	addTool(s, "approval_answer", "Approve or deny a gated tool call (decision: approve or deny).",
+	addTool(s, "approval_answer", "Answer a gated tool call with one of its options (option_id), or decision approve or deny.",
 		func(ctx context.Context, _ *sdk.CallToolRequest, in approvalAnswerArgs) (*desk.Approval, error) {
-			return caller(ctx).DecideApproval(ctx, in.ApprovalID, in.Decision, in.Reason)
+			choice, err := desk.ApprovalDecision{Decision: in.Decision, OptionID: in.OptionID}.Choice()
+			if err != nil {
+				return nil, err
+			}
+			return caller(ctx).DecideApproval(ctx, in.ApprovalID, choice, in.Reason)
 		})
 	addTool(s, "input_requests_list", "List the questions the agent asked in a session.",
 		func(ctx context.Context, _ *sdk.CallToolRequest, in sessionArgs) (inputsOut, error) {

@@ -19,6 +19,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1008,20 +1009,19 @@ func (s *sink) Permission(ctx context.Context, req wire.PermissionRequest) (wire
 	if setArguments(cmd, req.Input) {
 		_ = s.h.o.Store.UpdateCommand(s.t.WriteContext(), cmd)
 	}
-	summary := req.Title
-	if len(req.Input) > 0 {
-		summary += " " + string(req.Input)
-	}
+	rq := readable(req)
+	summary := rq.What
 	// The approval is the conversation service's gate, the tool-loop
 	// agent's own: only the auto-review verdict is the runtime's (it may
 	// do reads and searches unasked).
-	ok, _, err := s.waits.Approve(ctx, conversation.Approval{Command: cmd, Summary: summary, Mode: s.settings.ApprovalMode,
+	v, err := s.waits.Decide(ctx, conversation.Approval{Command: cmd, Summary: summary, Request: rq, Mode: s.settings.ApprovalMode,
 		Review: func() (bool, string) {
 			if readOnly[req.Kind] {
 				return true, "auto-review: a read-only action"
 			}
 			return false, "auto-review: the runtime asked to " + req.Kind + "; only reads and searches are allowed unasked"
 		}})
+	ok := v.Allowed
 	if err != nil {
 		if ctx.Err() == nil {
 			return wire.PermissionAnswer{}, err
@@ -1042,10 +1042,50 @@ func (s *sink) Permission(ctx context.Context, req wire.PermissionRequest) (wire
 		}
 		_ = s.h.o.Store.UpdateCommand(s.t.WriteContext(), cmd)
 	}
+	// The runtime gets the exact option a person chose (its "always"
+	// options included); a verdict without one (full-access,
+	// auto-review, a deny the runtime offered no option for) its first
+	// option of the verdict's kind.
+	if v.Option.ID != "" && slices.ContainsFunc(req.Options, func(o wire.PermissionOption) bool { return o.ID == v.Option.ID }) {
+		return wire.PermissionAnswer{OptionID: v.Option.ID}, nil
+	}
 	if ok {
 		return allow()
 	}
 	return reject()
+}
+
+// readable is a runtime's permission request as a person reads it:
+// what the transport made of it (the command line, the file), and the
+// runtime's own options under desk's kinds. Without either it is the
+// request's title, never its JSON.
+func readable(req wire.PermissionRequest) desk.ApprovalRequest {
+	rq := desk.ApprovalRequest{What: req.Command, Diff: req.Diff, Cwd: req.Cwd, Why: req.Reason}
+	if rq.What == "" {
+		rq.What = req.Path
+	}
+	if rq.What == "" {
+		rq.What = req.Title
+	}
+	if rq.What == "" {
+		rq.What = req.Kind
+	}
+	for _, o := range req.Options {
+		kind := o.Kind
+		switch kind {
+		case wire.AllowOnce, wire.AllowAlways, wire.RejectOnce, wire.RejectAlways:
+		default:
+			// An option of a kind desk does not know is offered as a
+			// one-off of its direction, never as a standing answer.
+			kind = wire.RejectOnce
+		}
+		label := o.Name
+		if label == "" {
+			label = o.ID
+		}
+		rq.Options = append(rq.Options, desk.ApprovalOption{ID: o.ID, Kind: kind, Label: label})
+	}
+	return rq
 }
 
 var _ execution.Executor = (*Host)(nil)

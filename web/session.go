@@ -942,7 +942,11 @@ func (s *Server) stop(w http.ResponseWriter, r *request) error {
 }
 
 func (s *Server) decideApproval(w http.ResponseWriter, r *request) error {
-	ap, err := s.d.Conversation.DecideApproval(r.Context(), r.PathValue("apr"), r.PostFormValue("decision"), r.PostFormValue("reason"))
+	choice, err := desk.ApprovalDecision{Decision: r.PostFormValue("decision"), OptionID: r.PostFormValue("option_id")}.Choice()
+	if err != nil {
+		return err
+	}
+	ap, err := s.d.Conversation.DecideApproval(r.Context(), r.PathValue("apr"), choice, r.PostFormValue("reason"))
 	if err != nil {
 		return err
 	}

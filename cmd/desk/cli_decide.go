@@ -63,11 +63,17 @@ func approvalsCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(w, "no approval waits in session %s\n", a[0])
 					return
 				}
-				t := newTable(w, "ID", "STATUS", "TOOL", "EXECUTION", "CREATED", "SUMMARY")
+				t := newTable(w, "ID", "STATUS", "TOOL", "EXECUTION", "CREATED", "WHAT")
 				for _, x := range as {
-					t.row(x.ID, x.Status, x.Tool, x.ExecutionID, fmtTime(x.CreatedAt), clip(x.Summary, 80))
+					t.row(x.ID, x.Status, x.Tool, x.ExecutionID, fmtTime(x.CreatedAt), clip(approvalWhat(x), 80))
 				}
 				t.flush()
+				// What each pending request asks, in full, and its options.
+				for _, x := range as {
+					if x.Status == desk.ApprovalPending {
+						fmt.Fprintf(w, "\n%s", approvalCard(x))
+					}
+				}
 			})
 		},
 	}
@@ -76,9 +82,39 @@ func approvalsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// approvalWhat is what an approval asks, as a person reads it.
+func approvalWhat(a *desk.Approval) string {
+	if a.What != "" {
+		return a.What
+	}
+	return a.Summary
+}
+
+// approvalCard is a pending approval in full: what, where, why, the diff
+// of an edit, and every option with the command that chooses it.
+func approvalCard(a *desk.Approval) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  %s: %s\n", a.ID, a.Tool, approvalWhat(a))
+	if a.Cwd != "" {
+		fmt.Fprintf(&b, "  in:  %s\n", a.Cwd)
+	}
+	if a.Why != "" {
+		fmt.Fprintf(&b, "  why: %s\n", a.Why)
+	}
+	if a.Diff != "" {
+		for _, l := range strings.Split(strings.TrimSuffix(a.Diff, "\n"), "\n") {
+			fmt.Fprintf(&b, "  | %s\n", l)
+		}
+	}
+	for _, o := range a.Options {
+		fmt.Fprintf(&b, "  %-13s %-28s desk approve %s --option %s\n", o.Kind, o.Label, a.ID, o.ID)
+	}
+	return b.String()
+}
+
 // decideApprovalCmd is desk approve or desk deny.
 func decideApprovalCmd(g *globals, decision string) *cobra.Command {
-	var reason string
+	var reason, option string
 	short := "Approve a gated tool call: the waiting turn runs it and goes on"
 	if decision == "deny" {
 		short = "Deny a gated tool call: the turn gets the refusal (and the reason) and goes on"
@@ -95,16 +131,29 @@ func decideApprovalCmd(g *globals, decision string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			x, err := c.DecideApproval(cmd.Context(), a[0], decision, reason)
+			choice := decision
+			if option != "" {
+				choice = option
+			}
+			x, err := c.DecideApproval(cmd.Context(), a[0], choice, reason)
 			if err != nil {
 				return err
 			}
 			return out(cmd, g, x, func(w io.Writer) {
-				fmt.Fprintf(w, "%s %s: %s %s\n", x.Status, x.ID, x.Tool, backticked(x.Summary))
+				how := ""
+				for _, o := range x.Options {
+					if o.ID == x.OptionID && o.ID != decision {
+						how = " (" + o.Label + ")"
+					}
+				}
+				fmt.Fprintf(w, "%s%s %s: %s %s\n", x.Status, how, x.ID, x.Tool, backticked(approvalWhat(x)))
 			})
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why; recorded with the decision and, for a denial, told to the agent")
+	if decision == "approve" {
+		cmd.Flags().StringVar(&option, "option", "", "the id of the option to choose (desk approvals ls shows each request's options, such as allow for this session)")
+	}
 	return cmd
 }
 

@@ -180,11 +180,28 @@ func waitLine(e *desk.Event) (string, string) {
 		if json.Unmarshal(e.Data, &a) != nil || a.Status != desk.ApprovalPending {
 			return "", ""
 		}
-		what := "to run " + backticked(a.Summary)
-		if a.Tool != "exec_command" {
-			what = "for " + a.Tool + " " + backticked(a.Summary)
+		what := "to run " + backticked(approvalWhat(&a))
+		if a.Tool != "exec_command" && a.Tool != "command" {
+			what = "for " + a.Tool + " " + backticked(approvalWhat(&a))
 		}
-		return fmt.Sprintf("waiting for approval %s %s; answer with desk approve %s or desk deny %s", a.ID, what, a.ID, a.ID), a.ID
+		if a.Cwd != "" {
+			what += " in " + a.Cwd
+		}
+		if a.Why != "" {
+			what += " (" + a.Why + ")"
+		}
+		line := fmt.Sprintf("waiting for approval %s %s; answer with desk approve %s or desk deny %s", a.ID, what, a.ID, a.ID)
+		// The executor's other options (allow for this session …).
+		var more []string
+		for _, o := range a.Options {
+			if o.Kind != desk.OptionAllowOnce && o.Kind != desk.OptionRejectOnce {
+				more = append(more, fmt.Sprintf("desk approve %s --option %s (%s)", a.ID, o.ID, o.Label))
+			}
+		}
+		if len(more) > 0 {
+			line += ", or " + strings.Join(more, ", or ")
+		}
+		return line, a.ID
 	case "input.requested":
 		var r desk.InputRequest
 		if json.Unmarshal(e.Data, &r) != nil || !r.Blocking || r.Status != desk.InputPending {

@@ -318,6 +318,22 @@ func (c *conn) RequestPermission(ctx context.Context, p sdk.RequestPermissionReq
 	for _, o := range p.Options {
 		req.Options = append(req.Options, wire.PermissionOption{ID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
 	}
+	// What a person reads: an edit's file and diff from the call's
+	// content, else the raw input's command line, cwd and reason (each
+	// agent has its own; wire.Readable knows the common names).
+	for _, ct := range p.ToolCall.Content {
+		if d := ct.Diff; d != nil && req.Path == "" {
+			old := ""
+			if d.OldText != nil {
+				old = *d.OldText
+			}
+			req.Path, req.Diff = d.Path, wire.Diff(d.Path, old, d.NewText)
+		}
+	}
+	if req.Path == "" && len(p.ToolCall.Locations) > 0 && req.Kind == wire.ToolEdit {
+		req.Path = p.ToolCall.Locations[0].Path
+	}
+	req.Readable(req.Input)
 	c.sinkMu.Lock()
 	ans, err := sink.Permission(ctx, req)
 	c.sinkMu.Unlock()

@@ -520,7 +520,28 @@ func (t *turnState) controlRequest(ctx context.Context, m message) {
 		opts = append(opts, wire.PermissionOption{ID: OptionAllowAlways, Name: "Always allow", Kind: wire.AllowAlways})
 	}
 	opts = append(opts, wire.PermissionOption{ID: OptionDeny, Name: "Deny", Kind: wire.RejectOnce})
-	ans, err := t.sink.Permission(ctx, wire.PermissionRequest{ToolCallID: req.ToolUseID, Title: title, Kind: kind, Input: req.Input, Options: opts})
+	preq := wire.PermissionRequest{ToolCallID: req.ToolUseID, Title: title, Kind: kind, Input: req.Input, Options: opts}
+	if kind == wire.ToolEdit {
+		// Edit's old_string/new_string, Write's whole content.
+		var in struct {
+			FilePath  string `json:"file_path"`
+			OldString string `json:"old_string"`
+			NewString string `json:"new_string"`
+			Content   string `json:"content"`
+		}
+		if json.Unmarshal(req.Input, &in) == nil && in.FilePath != "" {
+			preq.Path = in.FilePath
+			if in.NewString != "" || in.OldString != "" {
+				preq.Diff = wire.Diff(in.FilePath, in.OldString, in.NewString)
+			} else if in.Content != "" {
+				preq.Diff = wire.Diff(in.FilePath, "", in.Content)
+			}
+		}
+	}
+	if kind == wire.ToolCommand {
+		preq.Readable(req.Input)
+	}
+	ans, err := t.sink.Permission(ctx, preq)
 	input := req.Input
 	if len(input) == 0 {
 		input = json.RawMessage(`{}`)

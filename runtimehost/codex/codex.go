@@ -510,24 +510,25 @@ var (
 // anything else refused as not supported.
 func (c *conn) answer(ctx context.Context, m message, sink wire.Sink) {
 	var p struct {
-		ItemID  string `json:"itemId"`
-		Command string `json:"command"`
-		Cwd     string `json:"cwd"`
-		Reason  string `json:"reason"`
+		ItemID    string          `json:"itemId"`
+		Command   json.RawMessage `json:"command"`
+		Cwd       string          `json:"cwd"`
+		Reason    string          `json:"reason"`
+		GrantRoot string          `json:"grantRoot"`
 	}
 	json.Unmarshal(m.Params, &p)
 	var req wire.PermissionRequest
 	switch m.Method {
 	case "item/commandExecution/requestApproval":
-		req = wire.PermissionRequest{ToolCallID: p.ItemID, Title: "Run " + p.Command, Kind: wire.ToolCommand, Input: m.Params, Options: commandOptions}
+		line := wire.CommandLine(p.Command)
+		req = wire.PermissionRequest{ToolCallID: p.ItemID, Title: "Run " + line, Kind: wire.ToolCommand, Input: m.Params, Options: commandOptions,
+			Command: line, Cwd: p.Cwd, Reason: p.Reason}
 	case "item/fileChange/requestApproval":
-		req = wire.PermissionRequest{ToolCallID: p.ItemID, Title: "Change files", Kind: wire.ToolEdit, Input: m.Params, Options: fileOptions}
+		req = wire.PermissionRequest{ToolCallID: p.ItemID, Title: "Change files", Kind: wire.ToolEdit, Input: m.Params, Options: fileOptions,
+			Path: p.GrantRoot, Reason: p.Reason}
 	default:
 		c.write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "desk does not support " + m.Method}})
 		return
-	}
-	if p.Reason != "" {
-		req.Title += " (" + p.Reason + ")"
 	}
 	ans, err := sink.Permission(ctx, req)
 	decision := "cancel"

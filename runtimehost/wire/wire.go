@@ -17,6 +17,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path"
+	"regexp"
+	"strings"
 )
 
 // Protocol names one wire protocol a runtime speaks.
@@ -211,6 +214,107 @@ type PermissionRequest struct {
 	Kind       string             `json:"kind"` // a Tool* kind
 	Input      json.RawMessage    `json:"input,omitempty"`
 	Options    []PermissionOption `json:"options"`
+	// What a person reads, as far as the protocol tells it: the command
+	// line (CommandLine makes one of an argv), the file an edit changes
+	// and its diff, where the command runs and the runtime's reason.
+	Command string `json:"command,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Diff    string `json:"diff,omitempty"`
+	Cwd     string `json:"cwd,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// CommandLine is a command as a person reads it: a string as it is; an
+// argv joined with shell quoting, and a shell's "-c"/"-lc" wrapper
+// (Codex runs every command as ["bash", "-lc", script]) reduced to its
+// script. It is "" when v is neither.
+func CommandLine(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		// Codex app-server reports `/bin/sh -lc 'script'` as one string.
+		if m := shellWrapped.FindStringSubmatch(s); m != nil {
+			return strings.ReplaceAll(m[1], `'\''`, "'")
+		}
+		return s
+	}
+	var argv []string
+	if json.Unmarshal(v, &argv) != nil || len(argv) == 0 {
+		return ""
+	}
+	if len(argv) == 3 && (argv[1] == "-c" || argv[1] == "-lc") {
+		switch path.Base(argv[0]) {
+		case "bash", "sh", "zsh", "dash":
+			return argv[2]
+		}
+	}
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = shellQuote(a)
+	}
+	return strings.Join(out, " ")
+}
+
+// Readable fills what a person reads of req from a runtime's input
+// object, when the transport has nothing better: its "command" (a string
+// or an argv), "cwd" or "workdir", "reason" or "justification" or
+// "description", and "file_path" or "path".
+func (req *PermissionRequest) Readable(input json.RawMessage) {
+	var in struct {
+		Command       json.RawMessage `json:"command"`
+		Cwd           string          `json:"cwd"`
+		Workdir       string          `json:"workdir"`
+		Reason        string          `json:"reason"`
+		Justification string          `json:"justification"`
+		Description   string          `json:"description"`
+		FilePath      string          `json:"file_path"`
+		Path          string          `json:"path"`
+	}
+	if json.Unmarshal(input, &in) != nil {
+		return
+	}
+	first := func(dst *string, vs ...string) {
+		for _, v := range vs {
+			if *dst == "" && v != "" {
+				*dst = v
+			}
+		}
+	}
+	first(&req.Command, CommandLine(in.Command))
+	first(&req.Cwd, in.Cwd, in.Workdir)
+	first(&req.Reason, in.Reason, in.Justification, in.Description)
+	first(&req.Path, in.FilePath, in.Path)
+}
+
+// Diff is a whole-text change of path as a person reads it: the old
+// lines marked "-", the new "+". It is not a minimal diff; runtimes
+// report edits as old and new text, and a person deciding wants both.
+func Diff(path, old, new string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "--- %s\n+++ %s\n", path, path)
+	for _, pre := range []struct {
+		mark, text string
+	}{{"-", old}, {"+", new}} {
+		if pre.text == "" {
+			continue
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(pre.text, "\n"), "\n") {
+			b.WriteString(pre.mark + l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// shellWrapped is a shell's -c / -lc wrapper around one single-quoted
+// script (whose own quotes are written '\”).
+var shellWrapped = regexp.MustCompile(`^(?:/usr)?(?:/bin/)?(?:ba|z|da)?sh -l?c '((?:[^']|'\\'')*)'$`)
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // PermissionOption is one answer the runtime offers, with its exact id.

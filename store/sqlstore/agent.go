@@ -233,29 +233,39 @@ func (s *DB) emitIn(ctx context.Context, tx *sql.Tx, sessionID string, e event) 
 
 // ---- approvals ----
 
-const approvalCols = `id, session_id, execution_id, command_id, tool, summary, status, decided_by, reason, created_at, decided_at`
+const approvalCols = `id, session_id, execution_id, command_id, tool, summary, status, decided_by, reason, created_at, decided_at, request, option_id`
 
 func scanApproval(r interface{ Scan(...any) error }) (*desk.Approval, error) {
 	var a desk.Approval
 	var c, d int64
-	if err := r.Scan(&a.ID, &a.SessionID, &a.ExecutionID, &a.CommandID, &a.Tool, &a.Summary, &a.Status, &a.DecidedBy, &a.Reason, &c, &d); err != nil {
+	var req string
+	if err := r.Scan(&a.ID, &a.SessionID, &a.ExecutionID, &a.CommandID, &a.Tool, &a.Summary, &a.Status, &a.DecidedBy, &a.Reason, &c, &d, &req, &a.OptionID); err != nil {
 		return nil, err
+	}
+	if req != "" {
+		if err := json.Unmarshal([]byte(req), &a.ApprovalRequest); err != nil {
+			return nil, fmt.Errorf("approval %s: request: %w", a.ID, err)
+		}
 	}
 	a.CreatedAt, a.DecidedAt = fromMicros(c), optPtr(d)
 	return &a, nil
 }
 
 func (s *DB) CreateApproval(ctx context.Context, a *desk.Approval) error {
+	req, err := json.Marshal(a.ApprovalRequest)
+	if err != nil {
+		return err
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := s.exec(ctx, tx, `INSERT INTO approvals (`+approvalCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			a.ID, a.SessionID, a.ExecutionID, a.CommandID, a.Tool, a.Summary, a.Status, a.DecidedBy, a.Reason, micros(a.CreatedAt), ptrMicros(a.DecidedAt)); err != nil {
+		if _, err := s.exec(ctx, tx, `INSERT INTO approvals (`+approvalCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			a.ID, a.SessionID, a.ExecutionID, a.CommandID, a.Tool, a.Summary, a.Status, a.DecidedBy, a.Reason, micros(a.CreatedAt), ptrMicros(a.DecidedAt), string(req), a.OptionID); err != nil {
 			return err
 		}
 		return s.emitIn(ctx, tx, a.SessionID, event{typ: "approval.requested", session: a.SessionID, execute: a.ExecutionID, data: a})
 	})
 }
 
-func (s *DB) DecideApproval(ctx context.Context, id, status, by, reason string, at time.Time) (*desk.Approval, error) {
+func (s *DB) DecideApproval(ctx context.Context, id, status, optionID, by, reason string, at time.Time) (*desk.Approval, error) {
 	var out *desk.Approval
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		a, err := scanApproval(s.queryRow(ctx, tx, `SELECT `+approvalCols+` FROM approvals WHERE id = ?`+s.d.ForUpdate, id))
@@ -266,9 +276,9 @@ func (s *DB) DecideApproval(ctx context.Context, id, status, by, reason string, 
 			out = a
 			return desk.Errorf(desk.ECONFLICT, "approval %s is already %s", id, a.Status)
 		}
-		a.Status, a.DecidedBy, a.Reason, a.DecidedAt = status, by, reason, &at
-		if _, err := s.exec(ctx, tx, `UPDATE approvals SET status = ?, decided_by = ?, reason = ?, decided_at = ? WHERE id = ?`,
-			status, by, reason, micros(at), id); err != nil {
+		a.Status, a.OptionID, a.DecidedBy, a.Reason, a.DecidedAt = status, optionID, by, reason, &at
+		if _, err := s.exec(ctx, tx, `UPDATE approvals SET status = ?, option_id = ?, decided_by = ?, reason = ?, decided_at = ? WHERE id = ?`,
+			status, optionID, by, reason, micros(at), id); err != nil {
 			return err
 		}
 		out = a

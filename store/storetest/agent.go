@@ -93,25 +93,28 @@ func testAgent(t *testing.T, s desk.Store) {
 
 	// Approvals: decided once.
 	ap := &desk.Approval{ID: desk.NewID("apr"), SessionID: x.ID, ExecutionID: exe, CommandID: c.ID, Tool: "exec_command",
-		Summary: "ls", Status: desk.ApprovalPending, CreatedAt: desk.Now()}
+		Summary: "ls", Status: desk.ApprovalPending, CreatedAt: desk.Now(),
+		ApprovalRequest: desk.ApprovalRequest{What: "ls -la", Cwd: "/workspace", Why: "to look", Options: []desk.ApprovalOption{
+			{ID: "accept", Kind: desk.OptionAllowOnce, Label: "Allow once"}, {ID: "acceptForSession", Kind: desk.OptionAllowAlways, Label: "Allow for this session"}}}}
 	must(t, s.CreateApproval(ctx, ap))
-	if got, err := s.GetApproval(ctx, ap.ID); err != nil || got.Summary != "ls" || got.Status != desk.ApprovalPending {
+	if got, err := s.GetApproval(ctx, ap.ID); err != nil || got.Summary != "ls" || got.Status != desk.ApprovalPending ||
+		got.What != "ls -la" || got.Cwd != "/workspace" || got.Why != "to look" || len(got.Options) != 2 || got.Options[1].Kind != desk.OptionAllowAlways {
 		t.Fatalf("get approval: %+v %v", got, err)
 	}
 	if ps, _ := s.ListApprovals(ctx, x.ID, true); len(ps) != 1 {
 		t.Fatalf("pending approvals: %d, want 1", len(ps))
 	}
 	at := desk.Now()
-	dec, err := s.DecideApproval(ctx, ap.ID, desk.ApprovalApproved, "admin", "fine", at)
-	if err != nil || dec.Status != desk.ApprovalApproved || dec.DecidedBy != "admin" || dec.DecidedAt == nil {
+	dec, err := s.DecideApproval(ctx, ap.ID, desk.ApprovalApproved, "acceptForSession", "admin", "fine", at)
+	if err != nil || dec.Status != desk.ApprovalApproved || dec.DecidedBy != "admin" || dec.DecidedAt == nil || dec.OptionID != "acceptForSession" {
 		t.Fatalf("decide: %+v %v", dec, err)
 	}
-	_, err = s.DecideApproval(ctx, ap.ID, desk.ApprovalDenied, "admin", "", at)
+	_, err = s.DecideApproval(ctx, ap.ID, desk.ApprovalDenied, "", "admin", "", at)
 	wantCode(t, err, desk.ECONFLICT)
 	if ps, _ := s.ListApprovals(ctx, x.ID, true); len(ps) != 0 {
 		t.Fatalf("pending approvals after the decision: %d", len(ps))
 	}
-	if all, _ := s.ListApprovals(ctx, x.ID, false); len(all) != 1 || all[0].Status != desk.ApprovalApproved || all[0].Reason != "fine" {
+	if all, _ := s.ListApprovals(ctx, x.ID, false); len(all) != 1 || all[0].Status != desk.ApprovalApproved || all[0].Reason != "fine" || all[0].OptionID != "acceptForSession" {
 		t.Fatalf("all approvals: %+v", all)
 	}
 	_, err = s.GetApproval(ctx, "apr_nope")
