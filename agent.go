@@ -420,3 +420,76 @@ type AgentStore interface {
 	// LoadedExtensions lists a surface's loaded extensions in load order.
 	LoadedExtensions(ctx context.Context, surfaceID string) ([]*LoadedExtension, error)
 }
+
+// MessageMeta is what Message.Meta holds. Meta is free-form JSON in the
+// store, so a new mark needs no migration; readers use the methods below.
+type MessageMeta struct {
+	// Interrupted marks a partial assistant message: its step was cut
+	// short by an interrupt and Text is what had streamed until then. It
+	// says who stopped the turn and why (the execution's Interruption).
+	Interrupted *Interruption `json:"interrupted,omitempty"`
+}
+
+// Interrupted returns who stopped the step of a partial assistant
+// message, or nil for a complete message.
+func (m *Message) Interrupted() *Interruption {
+	if len(m.Meta) == 0 {
+		return nil
+	}
+	var meta MessageMeta
+	if json.Unmarshal(m.Meta, &meta) != nil {
+		return nil
+	}
+	return meta.Interrupted
+}
+
+// MarkInterrupted records in m's Meta that its step was cut short by in
+// (nil: by an interrupt whose author is unknown).
+func (m *Message) MarkInterrupted(in *Interruption) {
+	if in == nil {
+		in = &Interruption{By: "system", At: Now(), Reason: "interrupted"}
+	}
+	var meta MessageMeta
+	if len(m.Meta) > 0 {
+		_ = json.Unmarshal(m.Meta, &meta)
+	}
+	meta.Interrupted = in
+	b, _ := json.Marshal(meta)
+	m.Meta = b
+}
+
+// InterruptedNote is what a model reads after a partial assistant message
+// in a later request, so it knows its reply was cut off and by whom rather
+// than taking the fragment for a finished answer.
+func InterruptedNote(in *Interruption) string {
+	return "[this reply was interrupted here: " + StoppedBy(in) + "; it is incomplete]"
+}
+
+// StoppedBy says in plain words who stopped a turn and why, for people
+// (the run bar, the CLI) and for the model's next request.
+func StoppedBy(in *Interruption) string {
+	if in == nil {
+		return "stopped"
+	}
+	who := in.By
+	switch who {
+	case "", "system":
+		who = "desk"
+	}
+	why := ""
+	switch {
+	case in.Reason == "user-interrupt" || in.Reason == "interrupted" || in.Reason == "":
+		why = ""
+	case in.Reason == "session-deleted":
+		why = "the session was deleted"
+	case in.Reason == "owner-stopping" || in.Reason == "owner-restarted":
+		why = "desk was shutting down"
+	default:
+		why = in.Reason
+	}
+	s := "stopped by " + who
+	if why != "" {
+		s += " (" + why + ")"
+	}
+	return s
+}

@@ -452,9 +452,11 @@ func (tr *turn) loop(step int) (*execution.Outcome, error) {
 			return nil, err
 		}
 		deltas := newCoalescer(50*time.Millisecond, func(s string) { tr.t.Emit("assistant.delta", map[string]any{"text": s}) })
+		var streamed strings.Builder // what the user saw, kept if the step is cut short
 		resp, err := tr.prov.Stream(tr.ctx, req, func(ev provider.Event) {
 			switch ev.Type {
 			case provider.EventText:
+				streamed.WriteString(ev.Text)
 				deltas.add(ev.Text)
 			case provider.EventToolCallStart:
 				deltas.flush()
@@ -465,6 +467,9 @@ func (tr *turn) loop(step int) (*execution.Outcome, error) {
 		})
 		deltas.flush()
 		if err != nil {
+			if tr.ctx.Err() != nil && streamed.Len() > 0 {
+				return tr.partial(streamed.String(), err)
+			}
 			return nil, err
 		}
 		if err := tr.recordUsage(resp); err != nil {
@@ -490,6 +495,25 @@ func (tr *turn) loop(step int) (*execution.Outcome, error) {
 			return out, err
 		}
 	}
+}
+
+// partial keeps the text a step streamed before an interrupt cut it
+// short: an assistant message marked interrupted (no tool calls: a call
+// whose arguments were still streaming never ran), which the UI, the CLI,
+// the next turn's request and the archive (the outcome's reply) all see.
+// err is the stream's error, returned as it was so the execution settles
+// interrupted.
+func (tr *turn) partial(text string, err error) (*execution.Outcome, error) {
+	ctx := context.WithoutCancel(tr.ctx)
+	msg := &desk.Message{ID: desk.NewID("msg"), SessionID: tr.x.ID, SurfaceID: tr.t.Execution.SurfaceID, ExecutionID: tr.t.Execution.ID,
+		Role: desk.RoleAssistant, Text: text, CreatedAt: desk.Now()}
+	conversation.MarkInterrupted(ctx, tr.a.store, msg, tr.t.Execution.ID)
+	if aerr := tr.a.store.AppendMessage(ctx, msg); aerr != nil {
+		tr.a.log.Error("keep the interrupted step's text", "err", aerr, "execution_id", tr.t.Execution.ID)
+		return nil, err
+	}
+	tr.t.Emit("assistant.message", map[string]any{"message_id": msg.ID, "text": text, "tool_calls": 0, "interrupted": msg.Interrupted()})
+	return &execution.Outcome{Reply: text}, err
 }
 
 // step runs the tool calls of the assistant message msg and appends their

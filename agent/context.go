@@ -263,6 +263,9 @@ func toProvider(ms []*desk.Message) []provider.Message {
 		pm := provider.Message{Role: m.Role, Content: m.Text}
 		switch m.Role {
 		case desk.RoleAssistant:
+			if in := m.Interrupted(); in != nil {
+				pm.Content = m.Text + "\n\n" + desk.InterruptedNote(in)
+			}
 			for _, c := range m.ToolCalls {
 				pm.ToolCalls = append(pm.ToolCalls, provider.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 			}

@@ -77,3 +77,25 @@ func TestRecentMessagesReadsOnlyWhatFits(t *testing.T) {
 		t.Fatalf("request = %d tokens starting with %s, budget %d", n, msgs[0].Role, window*8/10)
 	}
 }
+
+// TestInterruptedStepReachesTheModelMarked: a partial assistant message
+// (its step cut short by an interrupt) is sent to the model in the next
+// request with a note saying it was interrupted and by whom, so the model
+// does not take the fragment for a finished answer; a complete message is
+// sent as it was.
+func TestInterruptedStepReachesTheModelMarked(t *testing.T) {
+	t.Parallel()
+	done := &desk.Message{Role: desk.RoleAssistant, Text: "all of it"}
+	part := &desk.Message{Role: desk.RoleAssistant, Text: "half of"}
+	part.MarkInterrupted(&desk.Interruption{By: "act_ann", Reason: "user-interrupt"})
+	pm := toProvider([]*desk.Message{done, part})
+	if pm[0].Content != "all of it" {
+		t.Fatalf("a complete message changed: %q", pm[0].Content)
+	}
+	if !strings.HasPrefix(pm[1].Content, "half of\n\n[this reply was interrupted here: stopped by act_ann;") {
+		t.Fatalf("the partial message is not marked for the model: %q", pm[1].Content)
+	}
+	if done.Interrupted() != nil || part.Interrupted().By != "act_ann" {
+		t.Fatal("Interrupted reads the mark wrongly")
+	}
+}

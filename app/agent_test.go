@@ -853,11 +853,14 @@ func (w *agentWorld) interrupt(ses, exe string) desk.InterruptResult {
 
 // TestAgentInterruptStreaming: an interrupt during a slowly streamed model
 // step settles the execution as interrupted with exactly one terminal
-// event, and nothing of the half-streamed step is kept as a message.
+// event, and the text that streamed before it is kept (#28 item 3): an
+// assistant message marked interrupted by the admin, the next turn's
+// request reads it with the mark, and the archive has it as an
+// interrupted reply before the turn_interrupted record.
 func TestAgentInterruptStreaming(t *testing.T) {
 	w := newAgentWorld(t)
 	long := strings.Repeat("word ", 200)
-	x := w.script(map[string]any{"text": long, "delay_ms": 30000})
+	x := w.script(map[string]any{"text": long, "delay_ms": 30000}, says("after the stop"))
 	res := w.send(x.ID, "talk slowly")
 	eventually(t, "the step to stream", func() bool { return len(eventsOf(w.exe(res.ExecutionID), "assistant.delta")) > 0 })
 	ir := w.interrupt(x.ID, res.ExecutionID)
@@ -869,12 +872,49 @@ func TestAgentInterruptStreaming(t *testing.T) {
 	if xe.FinishedAt == nil || xe.FinishedAt.Sub(*xe.StartedAt) > 20*time.Second {
 		t.Fatalf("the stream was not cut short: %+v", xe)
 	}
+	var partial *desk.Message
 	for _, m := range w.transcript(x.ID) {
 		if m.Role == desk.RoleAssistant {
-			t.Fatalf("an interrupted step left a message: %+v", m)
+			if partial != nil {
+				t.Fatalf("two assistant messages for one interrupted step: %+v", m)
+			}
+			partial = &m
 		}
 	}
-	w.waitArchived("turn_interrupted", "turn_id", res.ExecutionID)
+	if partial == nil {
+		t.Fatal("the interrupted step's text was thrown away")
+	}
+	if partial.Text == "" || !strings.HasPrefix(long, partial.Text) || len(partial.Text) >= len(long) {
+		t.Fatalf("the kept text is not the streamed prefix: %q", partial.Text)
+	}
+	if len(partial.ToolCalls) != 0 || partial.ExecutionID != res.ExecutionID {
+		t.Fatalf("partial message: %+v", partial)
+	}
+	in := partial.Interrupted()
+	if in == nil || in.By != "admin" || in.Reason != "user-interrupt" {
+		t.Fatalf("the partial message is not marked as stopped by the admin: %s", partial.Meta)
+	}
+	if got := desk.StoppedBy(in); got != "stopped by admin" {
+		t.Fatalf("plain words: %q", got)
+	}
+	// The live stream said so too (desk watch and the page read it).
+	var marked bool
+	for _, e := range eventsOf(w.exe(res.ExecutionID), "assistant.message") {
+		marked = marked || strings.Contains(string(e.Data), `"interrupted":{"by":"admin"`)
+	}
+	if !marked {
+		t.Fatal("no assistant.message event marked interrupted")
+	}
+	rec := w.waitArchived("turn_interrupted", "turn_id", res.ExecutionID)
+	var kept map[string]any
+	for _, r := range w.archived() {
+		if r["event_type"] == "message_outbound_runtime" && r["turn_id"] == res.ExecutionID {
+			kept = r
+		}
+	}
+	if kept == nil || kept["status"] != "interrupted" || kept["reply"] != partial.Text {
+		t.Fatalf("archive: interrupted reply %v (turn_interrupted %v)", kept, rec)
+	}
 }
 
 // procsWith lists host processes whose command line has every one of args

@@ -533,7 +533,7 @@ func TestThreadsDirectConversation(t *testing.T) {
 	if len(bs.Blocks) == 0 || bs.Blocks[0].SurfaceID != th.SurfaceID || !bs.Blocks[0].Active {
 		t.Fatalf("blocks after the handler's interrupt: %+v", bs.Blocks)
 	}
-	if page := w.webPage("/w/" + w.ws.ID + "/s/" + x.ID); strings.Contains(page, "Held back") {
+	if page := w.webPage("/w/" + w.ws.ID + "/s/" + x.ID); strings.Contains(page, "data-block=") {
 		t.Fatalf("the orchestrator's page shows the handler's block")
 	}
 

@@ -439,6 +439,14 @@ func (s *Service) archiveSettled(x *desk.Execution, q *desk.QueueItem, out *Outc
 		if x.Reason != "" && len(x.Reason) > 19 && x.Reason[:19] == "admission revoked: " {
 			return // it never ran: nothing crossed the boundary
 		}
+		if out != nil && out.Reply != "" {
+			// What the turn said before it was stopped crossed the
+			// boundary (the user saw it stream): the ledger keeps it.
+			part := &archive.MessageOutboundRuntime{Envelope: env, Status: "interrupted", Reply: out.Reply, ReplyPreview: preview(out.Reply)}
+			if err := s.opts.Archive.Append(context.Background(), x.WorkspaceID, part); err != nil {
+				s.log.Error("archive interrupted reply", "err", err, "execution_id", x.ID)
+			}
+		}
 		rec = &archive.TurnInterrupted{Envelope: env, Reason: x.Reason}
 	default:
 		return

@@ -491,6 +491,12 @@ wait:
 			return nil, fmt.Errorf("runtime %s: %s%s", rt.Name, c.why(), gatewayWhy())
 		case <-ctx.Done():
 			stop()
+			// The prompt returned (stop waits for it): the text it
+			// streamed is complete up to the interrupt, and kept.
+			s.stopped = true
+			if part := s.text.String(); part != "" {
+				return &execution.Outcome{Reply: part}, ctx.Err()
+			}
 			return nil, ctx.Err()
 		case now := <-watch:
 			since, why, ok := c.gw.Failing()
@@ -850,6 +856,7 @@ type sink struct {
 	waits    *conversation.Gate // approvals
 	text     strings.Builder
 	reply    string                   // the turn's final reply, once it ended
+	stopped  bool                     // interrupted: the reply is what streamed until then
 	cmds     map[string]*desk.Command // runtime tool call id → record
 	last     atomic.Int64             // unix nanos of the child's newest event (the watchdog)
 }

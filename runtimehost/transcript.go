@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/conversation"
 )
 
 // A runtime's turn is written into the session's transcript as desk's own
@@ -51,6 +52,9 @@ func (s *sink) assistantMessage() {
 	t := s.t
 	m := &desk.Message{ID: desk.NewID("msg"), SessionID: t.Session.ID, SurfaceID: t.Execution.SurfaceID, ExecutionID: t.Execution.ID,
 		Role: desk.RoleAssistant, Text: text, ToolCalls: calls, CreatedAt: desk.Now()}
+	if s.stopped && text != "" {
+		conversation.MarkInterrupted(s.t.WriteContext(), s.h.o.Store, m, t.Execution.ID)
+	}
 	if err := s.h.o.Store.AppendMessage(s.t.WriteContext(), m); err != nil {
 		s.log().Warn("record the runtime's reply in the transcript", "err", err)
 	}

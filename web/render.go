@@ -41,16 +41,18 @@ func markdown(text string) template.HTML {
 
 func funcs() template.FuncMap {
 	return template.FuncMap{
-		"markdown": markdown,
-		"bytes":    humanBytes,
-		"ago":      ago,
-		"clock":    func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
-		"hm":       func(t time.Time) string { return t.Local().Format("15:04") },
-		"iso":      func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"pretty":   prettyJSON,
-		"json":     func(v any) (string, error) { b, err := json.Marshal(v); return string(b), err },
-		"kindIcon": kindIcon,
-		"join":     strings.Join,
+		"markdown":  markdown,
+		"stoppedBy": desk.StoppedBy,
+		"blockNote": blockNote,
+		"bytes":     humanBytes,
+		"ago":       ago,
+		"clock":     func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
+		"hm":        func(t time.Time) string { return t.Local().Format("15:04") },
+		"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"pretty":    prettyJSON,
+		"json":      func(v any) (string, error) { b, err := json.Marshal(v); return string(b), err },
+		"kindIcon":  kindIcon,
+		"join":      strings.Join,
 		"dict": func(kv ...any) (map[string]any, error) {
 			if len(kv)%2 != 0 {
 				return nil, fmt.Errorf("dict needs pairs")

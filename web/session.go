@@ -574,7 +574,9 @@ func plainInterruption(e *desk.Execution) string {
 	case strings.Contains(reason, "restart"), strings.Contains(reason, "stopping"):
 		return "Interrupted because desk restarted."
 	case by != "" && by != "system":
-		return "Stopped."
+		// Who pressed Stop (or sent with multitask interrupt) and, when
+		// it was not a plain Stop, why; what the turn had written is kept.
+		return upperFirst(desk.StoppedBy(e.Interruption)) + ". What it had written so far is kept."
 	case reason != "":
 		return "Interrupted (" + reason + ")."
 	}
@@ -1059,4 +1061,27 @@ func (s *Server) regions(w http.ResponseWriter, ctx context.Context, x *desk.Ses
 		return err
 	}
 	return s.writeFragments(w, stamp(parts, at)...)
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// blockNote says in plain words what an admission block holds back, and
+// until when, instead of its kind and raw reason.
+func blockNote(b *desk.Block) string {
+	switch b.Kind {
+	case desk.BlockUserCooldown:
+		s := "After the stop, work nobody typed here (routines, thread reports, dispatches) waits"
+		if b.ExpiresAt != nil {
+			s += " until " + b.ExpiresAt.Local().Format("15:04:05")
+		}
+		return s + "; your own messages go through."
+	case desk.BlockExecutionFault:
+		return "Held back after a fault: nothing runs here until the block is released (" + b.Reason + ")."
+	}
+	return "Held back (" + b.Kind + "): " + b.Reason
 }

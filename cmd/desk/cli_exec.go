@@ -153,6 +153,11 @@ func messageText(m *desk.Message) string {
 	if m.Role == desk.RoleTool {
 		return clip("→ "+firstNonEmpty(m.ToolName, "tool")+": "+m.Text, 60)
 	}
+	if in := m.Interrupted(); in != nil {
+		// Said after the clipped text, so a long partial reply cannot
+		// hide that it is one.
+		return clip(strings.Join(parts, " · "), 90) + " [interrupted: " + desk.StoppedBy(in) + "]"
+	}
 	return clip(strings.Join(parts, " · "), 120)
 }
 

@@ -167,7 +167,10 @@ func (t *trace) event(e *desk.Event) bool {
 			t.streamed = true
 		}
 	case e.Type == "assistant.message":
-		var d struct{ Text string }
+		var d struct {
+			Text        string
+			Interrupted *desk.Interruption
+		}
 		if json.Unmarshal(e.Data, &d) == nil && !t.streamed {
 			t.text(d.Text)
 		}
@@ -175,6 +178,9 @@ func (t *trace) event(e *desk.Event) bool {
 		if !t.col0 && t.live == "" {
 			fmt.Fprintln(t.w)
 			t.col0 = true
+		}
+		if d.Interrupted != nil {
+			t.line(t.st.wait.Render("… interrupted here: " + desk.StoppedBy(d.Interrupted) + " (the text above is kept)"))
 		}
 	case e.Type == "tool.call_started":
 		var d struct {
