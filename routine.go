@@ -60,7 +60,7 @@ type Routine struct {
 	Model   string `json:"model,omitempty"`
 	Runtime string `json:"runtime,omitempty"`
 	Prompt  string `json:"prompt"`
-	Overlap string `json:"overlap" jsonschema:"enum=skip,enum=queue"`
+	Overlap string `json:"overlap"`
 	Enabled bool   `json:"enabled"`
 	// Actor is the actor the runs act as (the creator's, or the
 	// workspace owner for the admin).
@@ -77,11 +77,11 @@ type RoutineRun struct {
 	ID          string `json:"id"`
 	RoutineID   string `json:"routine_id"`
 	WorkspaceID string `json:"workspace_id"`
-	Trigger     string `json:"trigger" jsonschema:"enum=schedule,enum=manual"`
+	Trigger     string `json:"trigger"`
 	// ScheduledFor is the tick this run belongs to (the claim time for a
 	// manual run).
 	ScheduledFor time.Time  `json:"scheduled_for"`
-	Status       string     `json:"status" jsonschema:"enum=running,enum=succeeded,enum=failed,enum=cancelled,enum=skipped"`
+	Status       string     `json:"status"`
 	SessionID    string     `json:"session_id,omitempty"`
 	QueueItemID  string     `json:"queue_item_id,omitempty"`
 	ExecutionID  string     `json:"execution_id,omitempty"`
@@ -101,7 +101,7 @@ type RoutineCreate struct {
 	Runtime       string `json:"runtime,omitempty"`
 	Prompt        string `json:"prompt"`
 	// Overlap defaults to skip.
-	Overlap string `json:"overlap,omitempty" jsonschema:"enum=skip,enum=queue"`
+	Overlap string `json:"overlap,omitempty"`
 	// Enabled defaults to true.
 	Enabled *bool `json:"enabled,omitempty"`
 }
@@ -114,7 +114,7 @@ type RoutineUpdate struct {
 	TimeZone      *string `json:"time_zone,omitempty"`
 	TitleTemplate *string `json:"title_template,omitempty"`
 	Prompt        *string `json:"prompt,omitempty"`
-	Overlap       *string `json:"overlap,omitempty" jsonschema:"enum=skip,enum=queue"`
+	Overlap       *string `json:"overlap,omitempty"`
 	Enabled       *bool   `json:"enabled,omitempty"`
 }
 
