@@ -180,7 +180,7 @@ type App struct {
 	Absorb    *absorb.Service
 	// Routines fires the workspaces' scheduled routines.
 	Routines *routine.Service
-	UI        *uistate.Service // drafts, open holds, unread
+	UI       *uistate.Service // drafts, open holds, unread
 	// MCP serves /mcp.
 	MCP *mcpserver.Handler
 	// Runtimes is the operator's registry of external agent runtimes;
