@@ -19,6 +19,7 @@ type Store interface {
 	RuntimeStore
 	ThreadStore
 	BrowserSessionStore
+	RoutineStore
 
 	// Workspaces.
 	// CreateWorkspace inserts w and its owner. Unless allowDuplicateName,

@@ -40,6 +40,7 @@ import (
 	"github.com/desk-runtime/desk/mcpserver"
 	"github.com/desk-runtime/desk/models"
 	"github.com/desk-runtime/desk/oplog"
+	"github.com/desk-runtime/desk/routine"
 	"github.com/desk-runtime/desk/runtimehost"
 	"github.com/desk-runtime/desk/runtimehost/acp"
 	"github.com/desk-runtime/desk/runtimehost/claude"
@@ -112,6 +113,9 @@ type Config struct {
 	// inject failures through their Hook); their Logger is filled in.
 	Templates template.Options
 	Absorb    absorb.Options
+	// Routine tunes the routine scheduler (tests drive its clock and
+	// ticks); its Submitter, Sessions, Archive and Logger are filled in.
+	Routine routine.Options
 	// Model is the server's default model (DESK_MODEL): openai:<model>,
 	// anthropic:<model>, openai-compatible:<base-url>#<model>; empty means
 	// none (sessions may still choose their own, e.g. script).
@@ -174,7 +178,9 @@ type App struct {
 	Guard     *lifecycle.Guard
 	Templates *template.Service
 	Absorb    *absorb.Service
-	UI        *uistate.Service // drafts, open holds, unread
+	// Routines fires the workspaces' scheduled routines.
+	Routines *routine.Service
+	UI       *uistate.Service // drafts, open holds, unread
 	// MCP serves /mcp.
 	MCP *mcpserver.Handler
 	// Runtimes is the operator's registry of external agent runtimes;
@@ -532,6 +538,14 @@ func (a *App) openBackground(ctx context.Context) error {
 	if err := a.open(ctx, "operator log", oplog.New(a.Exec, a.Logger, oplog.Options{})); err != nil {
 		return err
 	}
+	// Routines submit through the execution service, so they start
+	// after it and stop before it.
+	ro := a.Config.Routine
+	ro.Submitter, ro.Sessions, ro.Archive, ro.Logger = a.Exec, a.Sessions, a.Archive, a.Logger.With("component", "routine")
+	a.Routines = routine.New(store, ro)
+	if err := a.open(ctx, "routines", a.Routines); err != nil {
+		return err
+	}
 	// The event streams close first, so a shutdown does not wait on them.
 	a.Streams = sse.NewStreams()
 	if err := a.open(ctx, "event streams", a.Streams); err != nil {
@@ -549,7 +563,7 @@ func (a *App) openDoors(ctx context.Context) error {
 		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, Conversation: a.Conversation, AgentStore: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, Runtimes: a.Runtimes, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		UI: a.UI, Streams: a.Streams, Logger: a.Logger.With("component", "http"), Version: cfg.Version,
 		AuthLog: httpdoor.NewAuthFailures(a.Logger.With("component", "http"), 0, nil), LoginLinks: a.LoginLinks,
-		BrowserSessions: a.BrowserSessions,
+		BrowserSessions: a.BrowserSessions, Routines: a.Routines,
 	}
 	api.Models = a.Models
 	// The web UI is served at / beside the API.

@@ -168,6 +168,7 @@ type fixtureSet struct {
 	rt                            string // a registered runtime
 	msg                           string // the committed user message "first" of ses
 	thrSes, thr                   string // a session with a reported handler thread, and the thread
+	rtn                           string // a routine on ses, every hour
 	// idle is a workspace with nothing running (to offboard), departed
 	// one already offboarded (to restore or purge).
 	idle, departed string
@@ -234,7 +235,9 @@ func (w *world) fixtures(t *testing.T) fixtureSet {
 	actorSeq++
 	rt := fmt.Sprintf("fx%d", actorSeq)
 	w.Must(201, "POST", "/v1/runtimes", map[string]any{"name": rt, "protocol": "acp", "argv": []string{"/bin/cat"}}, nil)
-	return fixtureSet{rt: rt, ws: w.ws.ID, ses: x.ID, art: a.ID, grp: g.ID, item: it.ID, file: a.Path,
+	var rtn desk.Routine
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/routines", map[string]any{"name": "fx", "schedule": "@hourly", "session_id": x.ID, "prompt": "tick", "overlap": "queue"}, &rtn)
+	return fixtureSet{rtn: rtn.ID, rt: rt, ws: w.ws.ID, ses: x.ID, art: a.ID, grp: g.ID, item: it.ID, file: a.Path,
 		srf: x.SurfaceID, exe: first.ExecutionID, q: second.Item.ID, blk: bs.Blocks[0].ID, blkSes: y.ID,
 		apr: apr, inp: inp, pln: pln, msg: msg, idle: idle.ID, departed: departed.ID, tpl: w.templateFixtures(t)}
 }
@@ -283,7 +286,7 @@ var actorSeq int
 
 func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (string, any) {
 	url := strings.NewReplacer("{ws}", f.ws, "{id}", f.ws, "{ses}", f.ses, "{art}", f.art, "{grp}", f.grp, "{item}", f.item,
-		"{srf}", f.srf, "{exe}", f.exe, "{q}", f.q, "{blk}", f.blk, "{apr}", f.apr, "{inp}", f.inp, "{pln}", f.pln, "{name}", f.rt, "{msg}", f.msg).Replace(p)
+		"{srf}", f.srf, "{exe}", f.exe, "{q}", f.q, "{blk}", f.blk, "{apr}", f.apr, "{inp}", f.inp, "{pln}", f.pln, "{name}", f.rt, "{msg}", f.msg, "{rtn}", f.rtn).Replace(p)
 	if strings.Contains(p, "{blk}") || strings.HasSuffix(p, "/retire") || strings.HasSuffix(p, "/recall") {
 		// The block lives in the second fixture session.
 		url = strings.Replace(url, "/sessions/"+f.ses+"/", "/sessions/"+f.blkSes+"/", 1)
@@ -392,6 +395,10 @@ func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (st
 		return url, map[string]string{"viewer": "contract-test"}
 	case "PressureRequest":
 		return url, map[string]string{"level": "soft"}
+	case "RoutineCreate":
+		return url, map[string]any{"name": "made", "schedule": "0 9 * * 1-5", "time_zone": "Europe/Paris", "prompt": "the daily summary"}
+	case "RoutineUpdate":
+		return url, map[string]any{"enabled": false}
 	case "WorkspacePatch":
 		return url, map[string]string{"primary_root": "/artifacts"}
 	}

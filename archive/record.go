@@ -69,7 +69,7 @@ var (
 	// RoutineOutcomes are the values of routine_finished.status.
 	RoutineOutcomes = []string{"succeeded", "failed", "cancelled"}
 	// OriginKinds are the values of origin.kind.
-	OriginKinds = []string{desk.OriginUser, desk.OriginAgent, desk.OriginSystem}
+	OriginKinds = []string{desk.OriginUser, desk.OriginAgent, desk.OriginSystem, desk.OriginRoutine}
 )
 
 // Envelope is what every record carries besides its event fields. The

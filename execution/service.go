@@ -400,6 +400,12 @@ func origin(ctx context.Context, x *desk.Session, surface string) desk.Origin {
 			o.ExecutionID, o.SurfaceID = oc.ExecutionID, oc.SurfaceID
 		}
 	}
+	// The routine scheduler stamps its context (routine package): a run
+	// is the routine's work, acting as its actor. Only server code sets a
+	// context's origin, so no request can claim this kind.
+	if oc, ok := desk.OriginFrom(ctx); ok && oc.Kind == desk.OriginRoutine && oc.ExecutionID == "" {
+		o.Kind = desk.OriginRoutine
+	}
 	return o
 }
 

@@ -43,6 +43,7 @@ var paramDocs = map[string]string{
 	"name": "runtime name",
 	"msg":  "message id (msg_…)",
 	"thr":  "thread id (thr_…)",
+	"rtn":  "routine id (rtn_…)",
 }
 
 // OpenAPI builds the OpenAPI 3.1 document of every route in the table.

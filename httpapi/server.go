@@ -77,6 +77,8 @@ type Server struct {
 	// BrowserSessions are the web UI's sign-ins; nil: revoking them
 	// answers unavailable.
 	BrowserSessions desk.BrowserSessionService
+	// Routines are the workspaces' schedules; nil answers unavailable.
+	Routines desk.RoutineService
 }
 
 // maxJSONBody bounds JSON request bodies; file bytes never travel as JSON.
