@@ -12,6 +12,7 @@ import (
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/internal/testwait"
 )
 
 type execWorld struct {
@@ -59,16 +60,11 @@ func (w *execWorld) exe(id string) desk.Execution {
 	return x
 }
 
-// waitFor polls until cond holds or fails the test after 10s.
+// waitFor is testwait.Until with app's tests' timeout and argument order:
+// cond must hold within 10s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, 10*time.Second, cond, what)
 }
 
 func (w *execWorld) waitPhase(id, phase string) desk.Execution {
@@ -181,10 +177,8 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Fatalf("repeat = %d %+v", r.Status, b)
 	}
 	w.waitPhase(a.ExecutionID, desk.PhaseEnded)
-	time.Sleep(100 * time.Millisecond)
-	if n := len(w.ex.Calls()); n != 1 {
-		t.Fatalf("%d executions for one key", n)
-	}
+	// A second start would follow the first within a dispatcher poll.
+	testwait.Never(t, 200*time.Millisecond, func() bool { return len(w.ex.Calls()) != 1 }, "a second execution for one idempotency key")
 }
 
 // TestQueueOrderAndControls: steered first, then answers FIFO, then the
@@ -367,20 +361,18 @@ func TestBlockedStartUntilRelease(t *testing.T) {
 		t.Fatalf("blocks after 3 failures: %+v", bs.Blocks)
 	}
 	next := w.submit(w.a.ID, "reply after the fault")
-	time.Sleep(200 * time.Millisecond)
-	if it := w.item(w.a.ID, next.Item.ID); it.Status != desk.QueueStatusQueued || next.ExecutionID != "" {
-		t.Fatalf("blocked surface started work: %+v", it)
+	if next.ExecutionID != "" {
+		t.Fatalf("blocked surface started work: %+v", next)
 	}
+	// The dispatcher polls every 50ms: watch a few of its rounds.
+	testwait.Never(t, 200*time.Millisecond, func() bool { return w.item(w.a.ID, next.Item.ID).Status != desk.QueueStatusQueued }, "the blocked surface to start work")
 	// Release starts nothing.
 	var b desk.Block
 	w.Must(200, "POST", "/v1/sessions/"+w.a.ID+"/blocks/"+bs.Blocks[0].ID+"/release", nil, &b)
 	if b.Active || b.ReleasedBy != desk.AdminActor {
 		t.Fatalf("released block: %+v", b)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if it := w.item(w.a.ID, next.Item.ID); it.Status != desk.QueueStatusQueued {
-		t.Fatalf("release started work: %+v", it)
-	}
+	testwait.Never(t, 200*time.Millisecond, func() bool { return w.item(w.a.ID, next.Item.ID).Status != desk.QueueStatusQueued }, "the release to start work")
 	w.Must(200, "POST", "/v1/sessions/"+w.a.ID+"/queue/resume", map[string]string{}, nil)
 	waitFor(t, "the queue to resume", func() bool { return w.item(w.a.ID, next.Item.ID).Status == desk.QueueStatusDelivered })
 }
@@ -432,16 +424,10 @@ func TestUserCooldownAndTakeover(t *testing.T) {
 	w.Must(200, "POST", "/v1/sessions/"+bs.ID+"/executions/"+first.ExecutionID+"/interrupt", nil, nil)
 	var agentWork desk.SubmitResult
 	w.Req("POST", "/v1/sessions/"+bs.ID+"/messages", bot.Token, map[string]string{"text": "reply from the agent"}).Decode(t, &agentWork)
-	time.Sleep(200 * time.Millisecond)
-	if it := w.item(bs.ID, agentWork.Item.ID); it.Status != desk.QueueStatusQueued {
-		t.Fatalf("agent work ran during the user cooldown: %+v", it)
-	}
+	testwait.Never(t, 200*time.Millisecond, func() bool { return w.item(bs.ID, agentWork.Item.ID).Status != desk.QueueStatusQueued }, "agent work to run during the user cooldown")
 	// Approval never overrides a block.
 	w.Must(200, "POST", "/v1/sessions/"+bs.ID+"/queue/"+agentWork.Item.ID+"/approve", nil, nil)
-	time.Sleep(200 * time.Millisecond)
-	if it := w.item(bs.ID, agentWork.Item.ID); it.Status != desk.QueueStatusQueued {
-		t.Fatalf("approval overrode the cooldown: %+v", it)
-	}
+	testwait.Never(t, 200*time.Millisecond, func() bool { return w.item(bs.ID, agentWork.Item.ID).Status != desk.QueueStatusQueued }, "approval to override the cooldown")
 	// The user's next submit clears the cooldown; both run.
 	user := w.submit(bs.ID, "reply from the user")
 	waitFor(t, "both rows to run", func() bool {
@@ -461,10 +447,7 @@ func TestUserCooldownAndTakeover(t *testing.T) {
 	w.submit(bs.ID, "reply keep busy") // user activity resets idleness
 	var approved desk.SubmitResult
 	w.Req("POST", "/v1/sessions/"+bs.ID+"/messages", bot.Token, map[string]string{"text": "reply approved"}).Decode(t, &approved)
-	time.Sleep(100 * time.Millisecond)
-	if it := w.item(bs.ID, approved.Item.ID); it.Status != desk.QueueStatusQueued {
-		t.Fatalf("agent work ran while attached and active: %+v", it)
-	}
+	testwait.Never(t, 150*time.Millisecond, func() bool { return w.item(bs.ID, approved.Item.ID).Status != desk.QueueStatusQueued }, "agent work to run while attached and active")
 	w.Must(200, "POST", "/v1/sessions/"+bs.ID+"/queue/"+approved.Item.ID+"/approve", nil, nil)
 	waitFor(t, "approved row", func() bool { return w.item(bs.ID, approved.Item.ID).Status == desk.QueueStatusDelivered })
 }
@@ -630,8 +613,5 @@ func TestDeleteSessionStopsItsExecutions(t *testing.T) {
 	if act, _ := w.App.Store.ListActiveExecutions(t.Context()); len(act) != 0 {
 		t.Fatalf("active executions after delete: %d", len(act))
 	}
-	time.Sleep(100 * time.Millisecond)
-	if n := len(w.ex.Calls()); n != 1 {
-		t.Fatalf("the queued row of a deleted session ran (%d calls)", n)
-	}
+	testwait.Never(t, 150*time.Millisecond, func() bool { return len(w.ex.Calls()) != 1 }, "the queued row of a deleted session to run")
 }
