@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/internal/testwait"
 )
 
 // rawSSE reads a stream's lines as sent until one equals stop or ctx ends.
@@ -238,20 +240,74 @@ func abandonUpload(t *testing.T, e *apptest.Env, path string) {
 	}
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: desk\r\nAuthorization: Bearer %s\r\nContent-Type: application/octet-stream\r\nContent-Length: 10000000\r\n\r\n", path, e.Token)
 	conn.Write(bytes.Repeat([]byte("x"), 64<<10))
-	time.Sleep(200 * time.Millisecond)
+	// The server reads the head and this much body before it sees the
+	// end of the stream, so its handler always runs and meets the drop.
 	conn.Close()
+}
+
+// serverLog is a slog handler that announces each record desk logs (at
+// any level, with its path if it names one): the events the disconnect
+// tests wait for before they look at the app log.
+type serverLog chan logRecord
+
+type logRecord struct{ msg, path string }
+
+func (h serverLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h serverLog) Handle(_ context.Context, r slog.Record) error {
+	rec := logRecord{msg: r.Message}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == desk.LogPath {
+			rec.path = a.Value.String()
+		}
+		return true
+	})
+	select {
+	case h <- rec:
+	default: // a full channel drops records no test waits for
+	}
+	return nil
+}
+func (h serverLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h serverLog) WithGroup(string) slog.Handler      { return h }
+
+// serverLogWorld is a world whose desk announces what it logs on the
+// returned channel.
+func serverLogWorld(t *testing.T) (*world, serverLog) {
+	h := make(serverLog, 10000)
+	return newWorldOn(t, app.Config{Logger: slog.New(h)}), h
+}
+
+// waitRecord waits until desk logs a record that match accepts.
+func waitRecord(t *testing.T, log serverLog, what string, match func(logRecord) bool) {
+	t.Helper()
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case rec := <-log:
+			if match(rec) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("desk never logged %s", what)
+		}
+	}
+}
+
+// requestDone matches the server's line for a finished request whose path
+// ends with suffix: its handler returned and logged what it had to.
+func requestDone(suffix string) func(logRecord) bool {
+	return func(r logRecord) bool { return r.msg == "request" && strings.HasSuffix(r.path, suffix) }
 }
 
 // TestClientDisconnectIsNotAnError: an upload whose client goes away
 // mid-body is no error (nor warning) in the app log; the unread badge
 // counts what the operator should look at.
 func TestClientDisconnectIsNotAnError(t *testing.T) {
-	w := newWorld(t)
+	w, log := serverLogWorld(t)
 	abandonUpload(t, w.Env, "/v1/sessions/"+w.a.ID+"/artifacts?name=big.bin")
+	waitRecord(t, log, "the abandoned artifact upload's end", requestDone("/artifacts"))
 	abandonUpload(t, w.Env, "/v1/workspaces/"+w.ws.ID+"/upload?path=/big.bin")
-	// The server notices the drop at its next read; give it time on a
-	// loaded machine, then look.
-	time.Sleep(2 * time.Second)
+	waitRecord(t, log, "the abandoned file upload's end", requestDone("/upload"))
 	if es := logEntries(w.Env, "min_level=warn"); len(es) != 0 {
 		t.Fatalf("a client disconnect reached the app log as a problem: %+v", es)
 	}
@@ -260,7 +316,7 @@ func TestClientDisconnectIsNotAnError(t *testing.T) {
 // TestExportDisconnectIsNotAnError: a client that stops reading an export
 // part-way is not an error of desk's.
 func TestExportDisconnectIsNotAnError(t *testing.T) {
-	w := newWorld(t)
+	w, log := serverLogWorld(t)
 	// Incompressible bytes, so the archive outgrows every buffer between
 	// the server and the client.
 	big := make([]byte, 32<<20)
@@ -279,7 +335,9 @@ func TestExportDisconnectIsNotAnError(t *testing.T) {
 	io.ReadFull(resp.Body, make([]byte, 1024))
 	cancel()
 	resp.Body.Close()
-	time.Sleep(2 * time.Second)
+	// The handler aborts the cut-short archive after logging why (as an
+	// error, or as a debug line when the client left).
+	waitRecord(t, log, "the export's failure", func(r logRecord) bool { return strings.HasPrefix(r.msg, "export failed part-way") })
 	if es := logEntries(w.Env, "min_level=warn"); len(es) != 0 {
 		t.Fatalf("a client that left an export reached the app log as a problem: %+v", es)
 	}
@@ -363,21 +421,14 @@ func TestDeletedViewsComeBackInAQuietWorkspace(t *testing.T) {
 	// last records arrive after it ended), which makes one RemoveAll fail
 	// with "directory not empty"; a person deleting it would try again.
 	var rmErr error
-	for range 50 {
-		if rmErr = os.RemoveAll(filepath.Join(home, "workspaces", w.ws.ID, "conversations")); rmErr == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if rmErr != nil {
+	if !testwait.Poll(time.Second, func() bool {
+		rmErr = os.RemoveAll(filepath.Join(home, "workspaces", w.ws.ID, "conversations"))
+		return rmErr == nil
+	}) {
 		t.Fatal(rmErr)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(viewFiles(t, home, w.ws.ID)) < len(before) {
-		if time.Now().After(deadline) {
-			t.Fatalf("conversations/ still missing 20 s after it was deleted (archive %d bytes, unchanged: %v)", size, archiveSize(t, home, w.ws.ID) == size)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testwait.Poll(20*time.Second, func() bool { return len(viewFiles(t, home, w.ws.ID)) >= len(before) }) {
+		t.Fatalf("conversations/ still missing 20 s after it was deleted (archive %d bytes, unchanged: %v)", size, archiveSize(t, home, w.ws.ID) == size)
 	}
 	if got := archiveSize(t, home, w.ws.ID); got != size {
 		t.Fatalf("the archive grew from %d to %d bytes: the rebuild was prompted by a new record", size, got)
@@ -393,21 +444,17 @@ func TestDeletedViewsComeBackInAQuietWorkspace(t *testing.T) {
 func waitLog(t *testing.T, e *apptest.Env, query, substr string) desk.LogEntry {
 	t.Helper()
 	var found desk.LogEntry
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	if !testwait.Poll(15*time.Second, func() bool {
 		for _, x := range logEntries(e, query) {
 			if strings.Contains(x.Message, substr) {
 				found = x
 			}
 		}
-		if found.Seq != 0 {
-			return found
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no app log entry %q for %s: %+v", substr, query, logEntries(e, ""))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return found.Seq != 0
+	}) {
+		t.Fatalf("no app log entry %q for %s: %+v", substr, query, logEntries(e, ""))
 	}
+	return found
 }
 
 // TestOperatorEventsReachTheAppLog: failed executions, fault blocks and
