@@ -52,6 +52,7 @@ func rawSSE(t *testing.T, ctx context.Context, url, token, lastID, stop string) 
 // EventSource stores "id: 0" and reconnects with Last-Event-ID: 0, which
 // replays the whole log); every id sent is a real event's seq.
 func TestSSENeverSendsIDZero(t *testing.T) {
+	apptest.Parallel(t)
 	w := prunedHistory(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -76,6 +77,7 @@ func TestSSENeverSendsIDZero(t *testing.T) {
 // TestResolveIsIdempotent: resolving the same unknown target twice answers
 // the one session the first resolution reconstructed.
 func TestResolveIsIdempotent(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	target := map[string]any{"target": map[string]string{"kind": "session", "id": "ses_01ARZ3NDEKTSV4RRFFQ69G5FAV", "workspace_id": w.ws.ID}}
 	var first, second struct {
@@ -101,6 +103,7 @@ func TestResolveIsIdempotent(t *testing.T) {
 // model configured) answers the refusal and leaves no reconstructed
 // session behind, however often it is repeated.
 func TestRefusedAskCreatesNoSession(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t) // no model: every submit is refused
 	for i := 0; i < 3; i++ {
 		r := w.Admin("POST", "/v1/ask", map[string]any{"target": map[string]string{"kind": "workspace", "id": w.ws.ID}, "prompt": "what happened here?"})
@@ -121,6 +124,7 @@ func TestRefusedAskCreatesNoSession(t *testing.T) {
 // (source) and the apply (target) answer 409 naming the workspace and its
 // .git, not 500.
 func TestAbsorbBrokenGit(t *testing.T) {
+	apptest.Parallel(t)
 	e := apptest.Start(t, app.Config{})
 	target, source, _ := absorbPair(e)
 	url := "/v1/workspaces/" + target.ID + "/absorb?source=" + source.ID
@@ -149,6 +153,7 @@ func TestAbsorbBrokenGit(t *testing.T) {
 // TestModelsListedOnce: a default model that is the script provider is not
 // listed twice.
 func TestModelsListedOnce(t *testing.T) {
+	apptest.Parallel(t)
 	e := apptest.Start(t, app.Config{Model: "script"})
 	var ml struct {
 		Default string
@@ -212,6 +217,7 @@ func hasMessage(es []desk.LogEntry, substr string) bool {
 // under one key (workspace_id), so the log's workspace filter finds the
 // template's and the absorb's lines about a workspace too.
 func TestLogWorkspaceFilterFindsEveryComponent(t *testing.T) {
+	apptest.Parallel(t)
 	e := apptest.Start(t, app.Config{})
 	registerTemplate(e, "starter", "1.0.0", map[string]string{"README.md": "hello\n"})
 	var ws desk.Workspace
@@ -303,6 +309,7 @@ func requestDone(suffix string) func(logRecord) bool {
 // mid-body is no error (nor warning) in the app log; the unread badge
 // counts what the operator should look at.
 func TestClientDisconnectIsNotAnError(t *testing.T) {
+	apptest.Parallel(t)
 	w, log := serverLogWorld(t)
 	abandonUpload(t, w.Env, "/v1/sessions/"+w.a.ID+"/artifacts?name=big.bin")
 	waitRecord(t, log, "the abandoned artifact upload's end", requestDone("/artifacts"))
@@ -316,6 +323,7 @@ func TestClientDisconnectIsNotAnError(t *testing.T) {
 // TestExportDisconnectIsNotAnError: a client that stops reading an export
 // part-way is not an error of desk's.
 func TestExportDisconnectIsNotAnError(t *testing.T) {
+	apptest.Parallel(t)
 	w, log := serverLogWorld(t)
 	// Incompressible bytes, so the archive outgrows every buffer between
 	// the server and the client.
@@ -346,6 +354,7 @@ func TestExportDisconnectIsNotAnError(t *testing.T) {
 // TestGuestScratchWhileRunning: the guest view shows the running
 // execution's /scratch while it runs (docs/api.md), and not once it ended.
 func TestGuestScratchWhileRunning(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	res := w.submit(w.a.ID, "gate scratch-view")
 	w.waitPhase(res.ExecutionID, desk.PhaseRunning)
@@ -406,6 +415,7 @@ func archiveSize(t *testing.T, home, ws string) int64 {
 // deleted conversations/ is rebuilt from the archive; it must come back
 // within seconds with no new record to prompt it.
 func TestDeletedViewsComeBackInAQuietWorkspace(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	res := w.submit(w.a.ID, "reply archived")
 	w.waitPhase(res.ExecutionID, desk.PhaseEnded)
@@ -461,6 +471,7 @@ func waitLog(t *testing.T, e *apptest.Env, query, substr string) desk.LogEntry {
 // interruptions are in the app log, under the session they concern, and
 // the ones that need the operator count as unread warnings.
 func TestOperatorEventsReachTheAppLog(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	var res desk.SubmitResult
 	for i := range 3 { // the third failure in a row makes an execution-fault block
@@ -494,6 +505,7 @@ func TestOperatorEventsReachTheAppLog(t *testing.T) {
 // TestCancelledApprovalReachesTheAppLog: an approval cancelled because its
 // turn was interrupted is in the app log.
 func TestCancelledApprovalReachesTheAppLog(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorldOn(t, app.Config{Execution: execution.Options{StopTimeout: 5 * time.Second}})
 	var x desk.Session
 	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"model": "script",
@@ -515,6 +527,7 @@ func TestCancelledApprovalReachesTheAppLog(t *testing.T) {
 // TestAuthFailuresReachTheAppLogRateLimited: refused tokens are warnings in
 // the app log, one entry per address per minute, however many there are.
 func TestAuthFailuresReachTheAppLogRateLimited(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	for range 5 {
 		if r := w.Req("GET", "/v1/workspaces", "wrong-token", nil); r.Status != 401 {

@@ -90,6 +90,7 @@ func (w *execWorld) item(ses, id string) desk.QueueItem {
 // TestStartingRecordedBeforeExecutorStarts: the queue row and the starting
 // execution are committed before the executor is called.
 func TestStartingRecordedBeforeExecutorStarts(t *testing.T) {
+	apptest.Parallel(t)
 	seen := make(chan desk.Execution, 1)
 	ex := execution.ExecutorFunc(func(ctx context.Context, tr *execution.Turn) (*execution.Outcome, error) {
 		return nil, nil
@@ -133,6 +134,7 @@ func TestStartingRecordedBeforeExecutorStarts(t *testing.T) {
 // message queues, multitask reject answers busy, and the store refuses a
 // second claim outright.
 func TestSecondStartIsBusy(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	first := w.submit(w.a.ID, "gate one")
 	w.waitPhase(first.ExecutionID, desk.PhaseRunning)
@@ -168,6 +170,7 @@ func TestSecondStartIsBusy(t *testing.T) {
 }
 
 func TestIdempotencyKey(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	a := w.submit(w.a.ID, "reply once", "idempotency_key", "k-1")
 	r := w.Admin("POST", "/v1/sessions/"+w.a.ID+"/messages", map[string]string{"text": "something else", "idempotency_key": "k-1"})
@@ -184,6 +187,7 @@ func TestIdempotencyKey(t *testing.T) {
 // TestQueueOrderAndControls: steered first, then answers FIFO, then the
 // rest FIFO; cancel and move work only before a claim.
 func TestQueueOrderAndControls(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	hold := w.submit(w.a.ID, "gate hold")
 	w.waitPhase(hold.ExecutionID, desk.PhaseRunning)
@@ -234,6 +238,7 @@ func TestQueueOrderAndControls(t *testing.T) {
 // TestInterruptWaitsForExecutor: the answer comes after the executor
 // returned, and the execution is interrupted with the caller as actor.
 func TestInterruptWaitsForExecutor(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	res := w.submit(w.a.ID, "slowstop 300")
 	w.waitPhase(res.ExecutionID, desk.PhaseRunning)
@@ -256,6 +261,7 @@ func TestInterruptWaitsForExecutor(t *testing.T) {
 }
 
 func TestFailedHandshakeEndsFailed(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	res := w.submit(w.a.ID, "failstart no model session")
 	x := w.waitPhase(res.ExecutionID, desk.PhaseFailed)
@@ -268,6 +274,7 @@ func TestFailedHandshakeEndsFailed(t *testing.T) {
 }
 
 func TestInterruptStalledStart(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	res := w.submit(w.a.ID, "stall")
 	waitFor(t, "the stalled start", func() bool { return len(w.ex.Calls()) == 1 })
@@ -285,6 +292,7 @@ func TestInterruptStalledStart(t *testing.T) {
 }
 
 func TestInterruptWrongExecution(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	res := w.submit(w.a.ID, "block")
 	w.waitPhase(res.ExecutionID, desk.PhaseRunning)
@@ -304,6 +312,7 @@ func TestInterruptWrongExecution(t *testing.T) {
 }
 
 func TestConcurrentInterruptsShareOneStop(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	res := w.submit(w.a.ID, "slowstop 200")
 	w.waitPhase(res.ExecutionID, desk.PhaseRunning)
@@ -349,6 +358,7 @@ func TestConcurrentInterruptsShareOneStop(t *testing.T) {
 // execution-fault block; nothing starts until it is released and the
 // queue resumed.
 func TestBlockedStartUntilRelease(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	for i := range 3 {
 		res := w.submit(w.a.ID, "fail boom")
@@ -381,6 +391,7 @@ func TestBlockedStartUntilRelease(t *testing.T) {
 // execution stopping with stop_error and the surface occupied; it settles
 // when the executor finally returns.
 func TestStopNotConfirmed(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t, func(c *app.Config) { c.Execution.StopTimeout = 200 * time.Millisecond })
 	res := w.submit(w.a.ID, "ignorestop 1500")
 	w.waitPhase(res.ExecutionID, desk.PhaseRunning)
@@ -404,6 +415,7 @@ func TestStopNotConfirmed(t *testing.T) {
 // origins waits; the user's next submit clears the block. While a composer
 // is attached, agent work waits for approval or idleness.
 func TestUserCooldownAndTakeover(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t, func(c *app.Config) { c.Execution.TakeoverIdle = 400 * time.Millisecond })
 	var bot struct {
 		Actor desk.Actor
@@ -455,6 +467,7 @@ func TestUserCooldownAndTakeover(t *testing.T) {
 // TestS_H_ScratchRemovedAfterSettle: scratch exists during the execution
 // and is gone once it settles.
 func TestS_H_ScratchRemovedAfterSettle(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	res := w.submit(w.a.ID, "scratch")
 	w.waitPhase(res.ExecutionID, desk.PhaseEnded)
@@ -482,6 +495,7 @@ func TestS_H_ScratchRemovedAfterSettle(t *testing.T) {
 // interrupted (owner-restarted) and are not re-run; a claim that never
 // started goes back to the front of its queue and runs once.
 func TestReopenMarksInterrupted(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	ctx := t.Context()
 	st := w.App.Store
@@ -541,6 +555,7 @@ func TestReopenMarksInterrupted(t *testing.T) {
 }
 
 func TestRetireRecallResolve(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	var r desk.Resolution
 	w.Must(200, "POST", "/v1/resolve", map[string]any{"target": map[string]string{"kind": "session", "id": w.a.ID}}, &r)
@@ -598,6 +613,7 @@ func TestRetireRecallResolve(t *testing.T) {
 // TestDeleteSessionStopsItsExecutions: deleting a session interrupts what
 // runs in it and removes its queue, executions and scratch with it (S-K).
 func TestDeleteSessionStopsItsExecutions(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	run := w.submit(w.a.ID, "block")
 	w.waitPhase(run.ExecutionID, desk.PhaseRunning)
