@@ -416,7 +416,10 @@ func TestStopNotConfirmed(t *testing.T) {
 // is attached, agent work waits for approval or idleness.
 func TestUserCooldownAndTakeover(t *testing.T) {
 	apptest.Parallel(t)
-	w := newExecWorld(t, func(c *app.Config) { c.Execution.TakeoverIdle = 400 * time.Millisecond })
+	// Idleness is 2 s: long enough that an attach and the next submit fall
+	// within it on a loaded machine under -race (at 400 ms the held row
+	// sometimes started at once), short enough to wait for the takeover.
+	w := newExecWorld(t, func(c *app.Config) { c.Execution.TakeoverIdle = 2 * time.Second })
 	var bot struct {
 		Actor desk.Actor
 		Token string
