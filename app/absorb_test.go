@@ -106,6 +106,7 @@ func testAbsorbOverHTTP(t *testing.T, cfg app.Config) {
 // hook cannot refuse it) fails the absorb after its files were copied;
 // both workspaces are as they were and the source stays active.
 func TestAbsorbFailureLeavesBothAsTheyWere(t *testing.T) {
+	apptest.Parallel(t)
 	e := apptest.Start(t, app.Config{})
 	target, source, ses := absorbPair(e)
 	tco := checkoutPath(e, target.ID, "")

@@ -18,7 +18,9 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/internal/testwait"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/sandbox"
 )
@@ -54,13 +56,7 @@ func needSandbox(t *testing.T) {
 // eventually polls cond until it holds, failing the test after agentWait.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(agentWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, agentWait, cond, what)
 }
 
 // Script steps.
@@ -315,6 +311,7 @@ func (w *agentWorld) waitArchived(systemType, key, val string) map[string]any {
 // deny declines it and the model is told so; requests and decisions are
 // archived as system events.
 func TestAgentApprovalUserMode(t *testing.T) {
+	apptest.Parallel(t)
 	needSandbox(t)
 	w := newAgentWorld(t)
 	if st := w.settings(map[string]any{"approval_mode": "user"}); st.ApprovalMode != desk.ApprovalModeUser {
@@ -406,6 +403,7 @@ func TestAgentApprovalUserMode(t *testing.T) {
 // download piped into a shell are denied, with the reason recorded on the
 // approval, the command and in the ledger.
 func TestAgentApprovalAutoReview(t *testing.T) {
+	apptest.Parallel(t)
 	needSandbox(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"approval_mode": "auto-review"})
@@ -452,6 +450,7 @@ func TestAgentApprovalAutoReview(t *testing.T) {
 // TestAgentApprovalFullAccess: no gate and no sandbox: the command runs at
 // once, on the host (it reads a host file no sandbox would show).
 func TestAgentApprovalFullAccess(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"approval_mode": "full-access"})
 	host := filepath.Join(t.TempDir(), "host-marker.txt")
@@ -503,6 +502,7 @@ func colorQuestion() map[string]any {
 // a request_user_input_answer queue row that runs as its own turn.
 // Requests and answers are archived as system events.
 func TestAgentInputNonBlocking(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	x := w.script(calls(tc("request_user_input", colorQuestion())), says("going with red for now"), says("switching to your choice"))
 	res := w.send(x.ID, "paint it")
@@ -567,6 +567,7 @@ func TestAgentInputNonBlocking(t *testing.T) {
 // answer and the model gets it; with the wait shortened and no answer, the
 // defaults stand and the request says so.
 func TestAgentInputBlocking(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	if st := w.settings(map[string]any{"blocking_input": true}); !st.BlockingInput {
 		t.Fatalf("settings: %+v", st)
@@ -628,6 +629,7 @@ func TestAgentInputBlocking(t *testing.T) {
 // recommended (or a default answer); anything else is a BAD_INPUT tool
 // result the model can fix, and asks nobody.
 func TestAgentInputValidation(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	opt := func(label string, rec bool) map[string]any { return map[string]any{"label": label, "recommended": rec} }
 	q := func(opts ...map[string]any) map[string]any {
@@ -702,6 +704,7 @@ func (w *agentWorld) contextView(ses string) map[string]any {
 // re-injected before each later model step (the context view of the
 // running turn shows it in the system prompt, not as a chat message).
 func TestAgentPlanApprovePins(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"approval_mode": "user"})
 	x := w.script(calls(planCall("Tidy the reports", "list them", "merge them")),
@@ -758,6 +761,7 @@ func TestAgentPlanApprovePins(t *testing.T) {
 // TestAgentPlanRevise: revise hands the notes back to the model, which
 // proposes a new card; approving that one lets the turn finish.
 func TestAgentPlanRevise(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	x := w.script(calls(planCall("First idea", "one")), calls(planCall("Second idea", "one", "two")), says("done"))
 	res := w.send(x.ID, "plan it")
@@ -784,6 +788,7 @@ func TestAgentPlanRevise(t *testing.T) {
 // TestAgentPlanDecline: a declined plan stops the execution: no further
 // model step, and other calls of the same step do not run.
 func TestAgentPlanDecline(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"approval_mode": "full-access"})
 	x := w.script(calls(planCall("Risky plan", "do it")), says("this step must never be used"))
@@ -810,6 +815,7 @@ func TestAgentPlanDecline(t *testing.T) {
 // refused with a fixable error, a call in the same step as the card waits
 // for its approval and then runs.
 func TestAgentForcedPlan(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"approval_mode": "full-access"})
 	x := w.script(calls(sh("echo too-early")),
@@ -858,6 +864,7 @@ func (w *agentWorld) interrupt(ses, exe string) desk.InterruptResult {
 // request reads it with the mark, and the archive has it as an
 // interrupted reply before the turn_interrupted record.
 func TestAgentInterruptStreaming(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	long := strings.Repeat("word ", 200)
 	x := w.script(map[string]any{"text": long, "delay_ms": 30000}, says("after the stop"))
@@ -944,6 +951,7 @@ func procsWith(args ...string) []int {
 // cancelled and settles the execution as interrupted with one terminal
 // event — in the sandbox and, in the full-access mode, on the host.
 func TestAgentInterruptCommand(t *testing.T) {
+	apptest.Parallel(t)
 	for _, mode := range []string{"auto-review", "full-access"} {
 		t.Run(mode, func(t *testing.T) {
 			if mode != "full-access" {
@@ -988,6 +996,7 @@ func TestAgentInterruptCommand(t *testing.T) {
 // is half sent) cancels the request, marks the command cancelled and
 // settles the execution with one terminal event.
 func TestAgentInterruptFetch(t *testing.T) {
+	apptest.Parallel(t)
 	started, gone := make(chan struct{}), make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -1025,6 +1034,7 @@ func TestAgentInterruptFetch(t *testing.T) {
 // TestAgentInterruptWhileWaiting: an interrupt while a command waits for
 // approval withdraws the request (cancelled) and cancels the command.
 func TestAgentInterruptWhileWaiting(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"approval_mode": "user"})
 	x := w.script(calls(sh("echo never")), says("never"))
@@ -1051,6 +1061,7 @@ func TestAgentInterruptWhileWaiting(t *testing.T) {
 // TestAgentInterruptWhileAsking: an interrupt while a blocking question
 // waits cancels the request and the command; a late answer is refused.
 func TestAgentInterruptWhileAsking(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"blocking_input": true})
 	x := w.script(calls(tc("request_user_input", colorQuestion())), says("never"))
@@ -1074,6 +1085,7 @@ func TestAgentInterruptWhileAsking(t *testing.T) {
 // TestAgentOneTerminalEvent: completed and failed executions also end
 // with exactly one terminal event (interrupted ones are above).
 func TestAgentOneTerminalEvent(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	x := w.script(says("hello"))
 	res := w.send(x.ID, "hi")
@@ -1104,6 +1116,7 @@ func (w *agentWorld) run(step map[string]any) (desk.Session, []*desk.Command) {
 // file system: another session's artifact is unreachable by its host path,
 // by guessed guest paths, and by searching the whole sandbox.
 func TestAgentSandboxIsolation(t *testing.T) {
+	apptest.Parallel(t)
 	needSandbox(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"approval_mode": "auto-review"})
@@ -1144,6 +1157,7 @@ func TestAgentSandboxIsolation(t *testing.T) {
 // TestAgentSandboxNetwork: with the workspace's network off a command
 // cannot reach even a server on the host's loopback; with it on it can.
 func TestAgentSandboxNetwork(t *testing.T) {
+	apptest.Parallel(t)
 	needSandbox(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "hello-from-the-host")
@@ -1171,6 +1185,7 @@ func TestAgentSandboxNetwork(t *testing.T) {
 // from the directory the rule would choose; a cwd outside the guest file
 // system is an error, never silently replaced.
 func TestAgentSandboxWorkDir(t *testing.T) {
+	apptest.Parallel(t)
 	needSandbox(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"approval_mode": "auto-review"})
@@ -1223,6 +1238,7 @@ func (d *deniedRunner) Run(ctx context.Context, s sandbox.Spec, out sandbox.Outp
 // where it was found), the command is reported as a sandbox denial and is
 // never run without the sandbox.
 func TestAgentSandboxDenial(t *testing.T) {
+	apptest.Parallel(t)
 	dr := &deniedRunner{Runner: sandbox.Bubblewrap(filepath.Join(t.TempDir(), "bwrap-gone"))}
 	w := newAgentWorld(t, func(c *app.Config) { c.Agent.Sandbox = dr })
 	w.settings(map[string]any{"approval_mode": "auto-review"})
@@ -1246,6 +1262,7 @@ func TestAgentSandboxDenial(t *testing.T) {
 // TestAgentBigOutput: a command's big output is kept whole as an artifact
 // and the command record keeps a bounded part of it.
 func TestAgentBigOutput(t *testing.T) {
+	apptest.Parallel(t)
 	needSandbox(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"approval_mode": "auto-review"})
@@ -1277,6 +1294,7 @@ func TestAgentBigOutput(t *testing.T) {
 // TestAgentStepLimit: a turn that reaches the step limit fails loudly with
 // a reason that says so; it is never cut short silently as a success.
 func TestAgentStepLimit(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t, func(c *app.Config) { c.Agent.MaxSteps = 2 })
 	ls := calls(tc("list_files", map[string]any{"path": "/"}))
 	x := w.script(ls, ls, ls, says("never reached"))
@@ -1295,6 +1313,7 @@ func TestAgentStepLimit(t *testing.T) {
 // TestAgentConcurrentCalls: independent tool calls of one step run side by
 // side: two one-second sleeps overlap in their command records.
 func TestAgentConcurrentCalls(t *testing.T) {
+	apptest.Parallel(t)
 	needSandbox(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"approval_mode": "auto-review"})
@@ -1319,6 +1338,7 @@ func (w *agentWorld) title(ses string) string {
 // words with the script model); a manual rename stops auto-titling for
 // good.
 func TestAgentTitles(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	x := w.script(says("sure"), says("again"))
 	w.settled(w.send(x.ID, "Please summarise the quarterly sales figures for the northern region today").ExecutionID)
@@ -1347,6 +1367,7 @@ func TestAgentTitles(t *testing.T) {
 // TestAgentNoModel: a session without a model on a desk without DESK_MODEL
 // refuses a message with 409 naming DESK_MODEL, and queues nothing.
 func TestAgentNoModel(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	r := w.Admin("POST", "/v1/sessions/"+w.a.ID+"/messages", map[string]string{"text": "hello"})
 	if r.Status != 409 || !strings.Contains(r.ErrorMessage(), "DESK_MODEL") {
@@ -1374,6 +1395,7 @@ func TestAgentNoModel(t *testing.T) {
 // TestAgentToolErrors: mistakes come back as tool results with a code the
 // model can act on, the turn goes on, and nothing is changed.
 func TestAgentToolErrors(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	w.put(w.b.ID, "other.txt", []byte("b's"))
 	x := w.script(
@@ -1434,6 +1456,7 @@ func TestAgentToolErrors(t *testing.T) {
 // not separate messages), and the live event stream carries assistant text
 // deltas, tool call starts, argument deltas and command output.
 func TestAgentTranscriptAndLiveEvents(t *testing.T) {
+	apptest.Parallel(t)
 	needSandbox(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"approval_mode": "auto-review"})

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/archive"
 )
 
 // TestArchiveOverHTTP appends records through the service and reads them
 // back through the API: byte for byte, in order, filtered, with the days.
 func TestArchiveOverHTTP(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	origin := &desk.Origin{WorkspaceID: w.ws.ID, SessionID: w.a.ID, Actor: desk.AdminActor, Kind: desk.OriginUser}
 	day1 := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)

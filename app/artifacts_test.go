@@ -13,6 +13,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/layout"
 )
 
@@ -73,6 +74,7 @@ func testClassificationTable(t *testing.T, cfg app.Config) {
 // name or media type but are something else are refused with 400, saying
 // what the bytes really are, and nothing is kept.
 func TestFakeClaimsRefused(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	cases := []struct {
 		name, media string
@@ -127,6 +129,7 @@ func assertNoFiles(t *testing.T, dir string) {
 }
 
 func TestRoundTripsAreByteExact(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	big := make([]byte, 3<<20)
 	rand.Read(big)
@@ -152,6 +155,7 @@ func TestRoundTripsAreByteExact(t *testing.T) {
 }
 
 func TestRangeAndConditionalRequests(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	body := []byte("0123456789abcdefghij")
 	a := w.put(w.a.ID, "r.txt", body)
@@ -228,6 +232,7 @@ func testUpdateRevertDelete(t *testing.T, cfg app.Config) {
 }
 
 func TestImmutableArtifacts(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	var a desk.Artifact
 	w.Must(201, "POST", "/v1/sessions/"+w.a.ID+"/artifacts?name=evidence.png&immutable=true", pngBytes(t), &a)
@@ -250,6 +255,7 @@ func TestImmutableArtifacts(t *testing.T) {
 // system; control characters are refused (TestNamesRefuseInvisibleAndAreNFC
 // has the rest of that rule).
 func TestNamesAreSanitized(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	if r := w.Admin("POST", "/v1/sessions/"+w.a.ID+"/artifacts?name=a%09b.csv", []byte("x,y\n")); r.Status != 400 {
 		t.Fatalf("a name with a tab = %d %s; want 400", r.Status, r.Body)
@@ -350,6 +356,7 @@ func testActorIsolation(t *testing.T, cfg app.Config) {
 
 // TestOriginIsServerStamped: a client-supplied origin is ignored.
 func TestOriginIsServerStamped(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	forged := map[string]any{"title": "x", "origin": map[string]string{"actor": "act_forged", "kind": "agent", "workspace_id": "ws_other"}}
 	var x desk.Session
@@ -426,6 +433,7 @@ func testCrashRecovery(t *testing.T, cfg app.Config) {
 }
 
 func TestInterruptedUploadKeepsNothing(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	a := w.put(w.a.ID, "keep.bin", []byte{1, 2, 3})
 	// A body shorter than its declared length never becomes an artifact,

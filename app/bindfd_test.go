@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/app/apptest"
 )
 
 // TestAgentSandboxHostPathSwapped: a declared host path swapped for a link
@@ -15,6 +16,7 @@ import (
 // opens the path again for every command, checks it against the
 // declaration, and binds what it opened.
 func TestAgentSandboxHostPathSwapped(t *testing.T) {
+	apptest.Parallel(t)
 	needSandbox(t)
 	w := newAgentWorld(t)
 	dir := filepath.Join(t.TempDir(), "proj")

@@ -39,6 +39,7 @@ func sendHead(t *testing.T, e *apptest.Env, head string) net.Conn {
 // declared body and no byte of it, and still gets its answer and the
 // end of the connection.
 func TestRefusalsAnswerAtOnce(t *testing.T) {
+	apptest.Parallel(t)
 	e := apptest.Start(t, app.Config{})
 	for _, c := range []struct {
 		name, line, auth string
@@ -89,6 +90,7 @@ func closedErr(err error) bool {
 // enough for the idle rule is cut off at its total deadline too, with a
 // declared length and chunked.
 func TestSilentBodyCutAtDeadline(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorldOn(t, app.Config{BodyTimeout: time.Second, BodyIdleTimeout: time.Minute, BodyMinRate: 4 << 20})
 
 	t.Run("silent", func(t *testing.T) {
@@ -157,6 +159,7 @@ func TestSilentBodyCutAtDeadline(t *testing.T) {
 // both at 16 MiB/s against a 1 s base and an 8 MiB/s floor — so each takes
 // longer than the base, and only the proportional part lets it through.
 func TestLargeUploadWithinProportionalDeadline(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorldOn(t, app.Config{BodyTimeout: time.Second, BodyMinRate: 8 << 20})
 	for _, c := range []struct {
 		name    string
@@ -198,6 +201,7 @@ func TestLargeUploadWithinProportionalDeadline(t *testing.T) {
 // 1000, what keeps desk serving is the refusal that does not wait for
 // the body.
 func TestSlowBodyFlood(t *testing.T) {
+	apptest.Parallel(t)
 	for _, limit := range []int{0, 1000} {
 		t.Run(fmt.Sprintf("cap %d", limit), func(t *testing.T) {
 			e := apptest.Start(t, app.Config{MaxConnsPerAddr: limit})

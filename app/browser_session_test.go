@@ -13,6 +13,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/app/apptest"
 )
 
 // browserClock is a clock the test moves by hand.
@@ -115,6 +116,7 @@ func signedIn(t *testing.T, w *world, id string) bool {
 // old token cookie is no longer accepted; and a hostile next never leaves
 // desk.
 func TestBrowserSessionIsNoToken(t *testing.T) {
+	apptest.Parallel(t)
 	clock := &browserClock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
 	w := newWorldOn(t, app.Config{BrowserSessionClock: clock.Now})
 	var actor struct {

@@ -24,6 +24,7 @@ import (
 // TestAppCloseTwice: a second App.Close is harmless (it used to panic in
 // the store with "close of closed channel").
 func TestAppCloseTwice(t *testing.T) {
+	apptest.Parallel(t)
 	e := apptest.Start(t, app.Config{})
 	e.Server.Close()
 	for i := range 2 {
@@ -63,6 +64,7 @@ func (p *titleBlocker) ContextWindow(string) int { return 100000 }
 // the call is cancelled, Close returns well within its deadline, and the
 // session keeps the first words of its message as its title.
 func TestCloseCancelsTitleCall(t *testing.T) {
+	apptest.Parallel(t)
 	p := &titleBlocker{titling: make(chan struct{}, 1)}
 	w := newWorldOn(t, app.Config{Models: []string{"openai:fake"}, Agent: agent.Options{
 		Providers: func(provider.Spec) (provider.Provider, error) { return p, nil }}})
@@ -107,6 +109,7 @@ func (f failJournals) ListLifecycleJournals(context.Context) ([]*desk.LifecycleJ
 // was opened, in reverse: no goroutine is left, the execution owner is
 // marked stopped, and the same home opens again at once.
 func TestOpenFailureUnwinds(t *testing.T) {
+	// Not parallel: goleak here sees the whole process.
 	ignore := goleak.IgnoreCurrent()
 	home := t.TempDir()
 	_, err := app.Open(t.Context(), app.Config{Home: home, WrapStore: func(s desk.Store) desk.Store { return failJournals{s} }})
@@ -134,6 +137,7 @@ func TestOpenFailureUnwinds(t *testing.T) {
 // TestComponentsCloseIdempotent: every component's Close may be called
 // more than once — directly, and again by App.Close — and answers nil.
 func TestComponentsCloseIdempotent(t *testing.T) {
+	apptest.Parallel(t)
 	e := apptest.Start(t, app.Config{})
 	e.Server.Close()
 	a := e.App

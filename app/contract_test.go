@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/internal/testwait"
 )
 
 // rawSSE reads a stream's lines as sent until one equals stop or ctx ends.
@@ -50,6 +52,7 @@ func rawSSE(t *testing.T, ctx context.Context, url, token, lastID, stop string) 
 // EventSource stores "id: 0" and reconnects with Last-Event-ID: 0, which
 // replays the whole log); every id sent is a real event's seq.
 func TestSSENeverSendsIDZero(t *testing.T) {
+	apptest.Parallel(t)
 	w := prunedHistory(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -74,6 +77,7 @@ func TestSSENeverSendsIDZero(t *testing.T) {
 // TestResolveIsIdempotent: resolving the same unknown target twice answers
 // the one session the first resolution reconstructed.
 func TestResolveIsIdempotent(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	target := map[string]any{"target": map[string]string{"kind": "session", "id": "ses_01ARZ3NDEKTSV4RRFFQ69G5FAV", "workspace_id": w.ws.ID}}
 	var first, second struct {
@@ -99,6 +103,7 @@ func TestResolveIsIdempotent(t *testing.T) {
 // model configured) answers the refusal and leaves no reconstructed
 // session behind, however often it is repeated.
 func TestRefusedAskCreatesNoSession(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t) // no model: every submit is refused
 	for i := 0; i < 3; i++ {
 		r := w.Admin("POST", "/v1/ask", map[string]any{"target": map[string]string{"kind": "workspace", "id": w.ws.ID}, "prompt": "what happened here?"})
@@ -119,6 +124,7 @@ func TestRefusedAskCreatesNoSession(t *testing.T) {
 // (source) and the apply (target) answer 409 naming the workspace and its
 // .git, not 500.
 func TestAbsorbBrokenGit(t *testing.T) {
+	apptest.Parallel(t)
 	e := apptest.Start(t, app.Config{})
 	target, source, _ := absorbPair(e)
 	url := "/v1/workspaces/" + target.ID + "/absorb?source=" + source.ID
@@ -147,6 +153,7 @@ func TestAbsorbBrokenGit(t *testing.T) {
 // TestModelsListedOnce: a default model that is the script provider is not
 // listed twice.
 func TestModelsListedOnce(t *testing.T) {
+	apptest.Parallel(t)
 	e := apptest.Start(t, app.Config{Model: "script"})
 	var ml struct {
 		Default string
@@ -210,6 +217,7 @@ func hasMessage(es []desk.LogEntry, substr string) bool {
 // under one key (workspace_id), so the log's workspace filter finds the
 // template's and the absorb's lines about a workspace too.
 func TestLogWorkspaceFilterFindsEveryComponent(t *testing.T) {
+	apptest.Parallel(t)
 	e := apptest.Start(t, app.Config{})
 	registerTemplate(e, "starter", "1.0.0", map[string]string{"README.md": "hello\n"})
 	var ws desk.Workspace
@@ -238,20 +246,75 @@ func abandonUpload(t *testing.T, e *apptest.Env, path string) {
 	}
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: desk\r\nAuthorization: Bearer %s\r\nContent-Type: application/octet-stream\r\nContent-Length: 10000000\r\n\r\n", path, e.Token)
 	conn.Write(bytes.Repeat([]byte("x"), 64<<10))
-	time.Sleep(200 * time.Millisecond)
+	// The server reads the head and this much body before it sees the
+	// end of the stream, so its handler always runs and meets the drop.
 	conn.Close()
+}
+
+// serverLog is a slog handler that announces each record desk logs (at
+// any level, with its path if it names one): the events the disconnect
+// tests wait for before they look at the app log.
+type serverLog chan logRecord
+
+type logRecord struct{ msg, path string }
+
+func (h serverLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h serverLog) Handle(_ context.Context, r slog.Record) error {
+	rec := logRecord{msg: r.Message}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == desk.LogPath {
+			rec.path = a.Value.String()
+		}
+		return true
+	})
+	select {
+	case h <- rec:
+	default: // a full channel drops records no test waits for
+	}
+	return nil
+}
+func (h serverLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h serverLog) WithGroup(string) slog.Handler      { return h }
+
+// serverLogWorld is a world whose desk announces what it logs on the
+// returned channel.
+func serverLogWorld(t *testing.T) (*world, serverLog) {
+	h := make(serverLog, 10000)
+	return newWorldOn(t, app.Config{Logger: slog.New(h)}), h
+}
+
+// waitRecord waits until desk logs a record that match accepts.
+func waitRecord(t *testing.T, log serverLog, what string, match func(logRecord) bool) {
+	t.Helper()
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case rec := <-log:
+			if match(rec) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("desk never logged %s", what)
+		}
+	}
+}
+
+// requestDone matches the server's line for a finished request whose path
+// ends with suffix: its handler returned and logged what it had to.
+func requestDone(suffix string) func(logRecord) bool {
+	return func(r logRecord) bool { return r.msg == "request" && strings.HasSuffix(r.path, suffix) }
 }
 
 // TestClientDisconnectIsNotAnError: an upload whose client goes away
 // mid-body is no error (nor warning) in the app log; the unread badge
 // counts what the operator should look at.
 func TestClientDisconnectIsNotAnError(t *testing.T) {
-	w := newWorld(t)
+	apptest.Parallel(t)
+	w, log := serverLogWorld(t)
 	abandonUpload(t, w.Env, "/v1/sessions/"+w.a.ID+"/artifacts?name=big.bin")
+	waitRecord(t, log, "the abandoned artifact upload's end", requestDone("/artifacts"))
 	abandonUpload(t, w.Env, "/v1/workspaces/"+w.ws.ID+"/upload?path=/big.bin")
-	// The server notices the drop at its next read; give it time on a
-	// loaded machine, then look.
-	time.Sleep(2 * time.Second)
+	waitRecord(t, log, "the abandoned file upload's end", requestDone("/upload"))
 	if es := logEntries(w.Env, "min_level=warn"); len(es) != 0 {
 		t.Fatalf("a client disconnect reached the app log as a problem: %+v", es)
 	}
@@ -260,7 +323,8 @@ func TestClientDisconnectIsNotAnError(t *testing.T) {
 // TestExportDisconnectIsNotAnError: a client that stops reading an export
 // part-way is not an error of desk's.
 func TestExportDisconnectIsNotAnError(t *testing.T) {
-	w := newWorld(t)
+	apptest.Parallel(t)
+	w, log := serverLogWorld(t)
 	// Incompressible bytes, so the archive outgrows every buffer between
 	// the server and the client.
 	big := make([]byte, 32<<20)
@@ -279,7 +343,9 @@ func TestExportDisconnectIsNotAnError(t *testing.T) {
 	io.ReadFull(resp.Body, make([]byte, 1024))
 	cancel()
 	resp.Body.Close()
-	time.Sleep(2 * time.Second)
+	// The handler aborts the cut-short archive after logging why (as an
+	// error, or as a debug line when the client left).
+	waitRecord(t, log, "the export's failure", func(r logRecord) bool { return strings.HasPrefix(r.msg, "export failed part-way") })
 	if es := logEntries(w.Env, "min_level=warn"); len(es) != 0 {
 		t.Fatalf("a client that left an export reached the app log as a problem: %+v", es)
 	}
@@ -288,6 +354,7 @@ func TestExportDisconnectIsNotAnError(t *testing.T) {
 // TestGuestScratchWhileRunning: the guest view shows the running
 // execution's /scratch while it runs (docs/api.md), and not once it ended.
 func TestGuestScratchWhileRunning(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	res := w.submit(w.a.ID, "gate scratch-view")
 	w.waitPhase(res.ExecutionID, desk.PhaseRunning)
@@ -348,6 +415,7 @@ func archiveSize(t *testing.T, home, ws string) int64 {
 // deleted conversations/ is rebuilt from the archive; it must come back
 // within seconds with no new record to prompt it.
 func TestDeletedViewsComeBackInAQuietWorkspace(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	res := w.submit(w.a.ID, "reply archived")
 	w.waitPhase(res.ExecutionID, desk.PhaseEnded)
@@ -363,21 +431,14 @@ func TestDeletedViewsComeBackInAQuietWorkspace(t *testing.T) {
 	// last records arrive after it ended), which makes one RemoveAll fail
 	// with "directory not empty"; a person deleting it would try again.
 	var rmErr error
-	for range 50 {
-		if rmErr = os.RemoveAll(filepath.Join(home, "workspaces", w.ws.ID, "conversations")); rmErr == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if rmErr != nil {
+	if !testwait.Poll(time.Second, func() bool {
+		rmErr = os.RemoveAll(filepath.Join(home, "workspaces", w.ws.ID, "conversations"))
+		return rmErr == nil
+	}) {
 		t.Fatal(rmErr)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(viewFiles(t, home, w.ws.ID)) < len(before) {
-		if time.Now().After(deadline) {
-			t.Fatalf("conversations/ still missing 20 s after it was deleted (archive %d bytes, unchanged: %v)", size, archiveSize(t, home, w.ws.ID) == size)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testwait.Poll(20*time.Second, func() bool { return len(viewFiles(t, home, w.ws.ID)) >= len(before) }) {
+		t.Fatalf("conversations/ still missing 20 s after it was deleted (archive %d bytes, unchanged: %v)", size, archiveSize(t, home, w.ws.ID) == size)
 	}
 	if got := archiveSize(t, home, w.ws.ID); got != size {
 		t.Fatalf("the archive grew from %d to %d bytes: the rebuild was prompted by a new record", size, got)
@@ -393,27 +454,24 @@ func TestDeletedViewsComeBackInAQuietWorkspace(t *testing.T) {
 func waitLog(t *testing.T, e *apptest.Env, query, substr string) desk.LogEntry {
 	t.Helper()
 	var found desk.LogEntry
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	if !testwait.Poll(15*time.Second, func() bool {
 		for _, x := range logEntries(e, query) {
 			if strings.Contains(x.Message, substr) {
 				found = x
 			}
 		}
-		if found.Seq != 0 {
-			return found
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no app log entry %q for %s: %+v", substr, query, logEntries(e, ""))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return found.Seq != 0
+	}) {
+		t.Fatalf("no app log entry %q for %s: %+v", substr, query, logEntries(e, ""))
 	}
+	return found
 }
 
 // TestOperatorEventsReachTheAppLog: failed executions, fault blocks and
 // interruptions are in the app log, under the session they concern, and
 // the ones that need the operator count as unread warnings.
 func TestOperatorEventsReachTheAppLog(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	var res desk.SubmitResult
 	for i := range 3 { // the third failure in a row makes an execution-fault block
@@ -447,6 +505,7 @@ func TestOperatorEventsReachTheAppLog(t *testing.T) {
 // TestCancelledApprovalReachesTheAppLog: an approval cancelled because its
 // turn was interrupted is in the app log.
 func TestCancelledApprovalReachesTheAppLog(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorldOn(t, app.Config{Execution: execution.Options{StopTimeout: 5 * time.Second}})
 	var x desk.Session
 	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"model": "script",
@@ -468,6 +527,7 @@ func TestCancelledApprovalReachesTheAppLog(t *testing.T) {
 // TestAuthFailuresReachTheAppLogRateLimited: refused tokens are warnings in
 // the app log, one entry per address per minute, however many there are.
 func TestAuthFailuresReachTheAppLogRateLimited(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	for range 5 {
 		if r := w.Req("GET", "/v1/workspaces", "wrong-token", nil); r.Status != 401 {

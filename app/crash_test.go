@@ -18,17 +18,20 @@ import (
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/internal/leaktest"
 	"github.com/desk-runtime/desk/store/postgres/pgtest"
 )
 
 // TestMain lets the crash test run this test binary as a desk server child
-// process (DESK_CRASH_CHILD=1) that can be killed with SIGKILL.
+// process (DESK_CRASH_CHILD=1) that can be killed with SIGKILL. Otherwise
+// it runs the tests and fails them when any goroutine outlives them: the
+// parallel tests' desks are checked here (apptest.Parallel).
 func TestMain(m *testing.M) {
 	if os.Getenv("DESK_CRASH_CHILD") == "1" {
 		crashChild()
 		return
 	}
-	os.Exit(m.Run())
+	leaktest.Main(m)
 }
 
 // crashChild serves desk with an executor that records, durably, every turn
@@ -207,6 +210,7 @@ func crashRun(t *testing.T, pg string) {
 }
 
 func TestCrashSQLite(t *testing.T) {
+	apptest.Parallel(t)
 	if testing.Short() {
 		t.Skip("crash test: skipped in -short mode")
 	}
@@ -214,6 +218,7 @@ func TestCrashSQLite(t *testing.T) {
 }
 
 func TestCrashPostgres(t *testing.T) {
+	apptest.Parallel(t)
 	if testing.Short() {
 		t.Skip("crash test: skipped in -short mode")
 	}

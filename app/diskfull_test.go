@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/store/sqlstore"
 )
 
@@ -69,6 +70,7 @@ func fill(t *testing.T, dir string) (free func()) {
 // requests succeed. The disk is a real full file system (a tmpfs), and
 // SQLite meets it as SQLITE_FULL.
 func TestFullDiskAnswers507(t *testing.T) {
+	apptest.Parallel(t)
 	home := fullDisk(t)
 	w := newWorldOn(t, app.Config{Home: home, Model: "script"})
 	// An empty write-ahead log, so the next commit must grow it.

@@ -99,6 +99,7 @@ func copyTree(src, dst string) error {
 // the rename, the image taken before the commit held the renamed file
 // without a row, and the retry answered 409.
 func TestCrashDuringArtifactCreate(t *testing.T) {
+	apptest.Parallel(t)
 	body := bytes.Repeat([]byte("durable bytes\n"), 5000)
 	for _, door := range []string{"artifacts", "upload"} {
 		t.Run(door, func(t *testing.T) {
@@ -206,6 +207,7 @@ func debris(t *testing.T, home string, rows map[string]bool) []string {
 // every place desk writes temporary files, restarts, and checks all of it
 // is gone while the user's files stay.
 func TestStartupSweepsTemporaryFiles(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	a := w.put(w.a.ID, "keep.md", []byte("keep"))
 	home := w.Config.Home

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/app/apptest"
 )
 
 type sseEvent struct {
@@ -72,6 +73,7 @@ func hasType(es []sseEvent, typ string) bool {
 // only after their commit, ids only grow, and an actor token sees only its
 // own sessions.
 func TestEventsResumeWithoutGaps(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -147,6 +149,7 @@ func prunedHistory(t *testing.T) *execWorld {
 // TestEventsGapBeyondRetention: resuming from an id retention removed says
 // so with a gap event before the rest.
 func TestEventsGapBeyondRetention(t *testing.T) {
+	apptest.Parallel(t)
 	w := prunedHistory(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/execution"
+	"github.com/desk-runtime/desk/internal/testwait"
 )
 
 type execWorld struct {
@@ -59,16 +60,11 @@ func (w *execWorld) exe(id string) desk.Execution {
 	return x
 }
 
-// waitFor polls until cond holds or fails the test after 10s.
+// waitFor is testwait.Until with app's tests' timeout and argument order:
+// cond must hold within 10s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, 10*time.Second, cond, what)
 }
 
 func (w *execWorld) waitPhase(id, phase string) desk.Execution {
@@ -94,6 +90,7 @@ func (w *execWorld) item(ses, id string) desk.QueueItem {
 // TestStartingRecordedBeforeExecutorStarts: the queue row and the starting
 // execution are committed before the executor is called.
 func TestStartingRecordedBeforeExecutorStarts(t *testing.T) {
+	apptest.Parallel(t)
 	seen := make(chan desk.Execution, 1)
 	ex := execution.ExecutorFunc(func(ctx context.Context, tr *execution.Turn) (*execution.Outcome, error) {
 		return nil, nil
@@ -137,6 +134,7 @@ func TestStartingRecordedBeforeExecutorStarts(t *testing.T) {
 // message queues, multitask reject answers busy, and the store refuses a
 // second claim outright.
 func TestSecondStartIsBusy(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	first := w.submit(w.a.ID, "gate one")
 	w.waitPhase(first.ExecutionID, desk.PhaseRunning)
@@ -172,6 +170,7 @@ func TestSecondStartIsBusy(t *testing.T) {
 }
 
 func TestIdempotencyKey(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	a := w.submit(w.a.ID, "reply once", "idempotency_key", "k-1")
 	r := w.Admin("POST", "/v1/sessions/"+w.a.ID+"/messages", map[string]string{"text": "something else", "idempotency_key": "k-1"})
@@ -181,15 +180,14 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Fatalf("repeat = %d %+v", r.Status, b)
 	}
 	w.waitPhase(a.ExecutionID, desk.PhaseEnded)
-	time.Sleep(100 * time.Millisecond)
-	if n := len(w.ex.Calls()); n != 1 {
-		t.Fatalf("%d executions for one key", n)
-	}
+	// A second start would follow the first within a dispatcher poll.
+	testwait.Never(t, 200*time.Millisecond, func() bool { return len(w.ex.Calls()) != 1 }, "a second execution for one idempotency key")
 }
 
 // TestQueueOrderAndControls: steered first, then answers FIFO, then the
 // rest FIFO; cancel and move work only before a claim.
 func TestQueueOrderAndControls(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	hold := w.submit(w.a.ID, "gate hold")
 	w.waitPhase(hold.ExecutionID, desk.PhaseRunning)
@@ -240,6 +238,7 @@ func TestQueueOrderAndControls(t *testing.T) {
 // TestInterruptWaitsForExecutor: the answer comes after the executor
 // returned, and the execution is interrupted with the caller as actor.
 func TestInterruptWaitsForExecutor(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	res := w.submit(w.a.ID, "slowstop 300")
 	w.waitPhase(res.ExecutionID, desk.PhaseRunning)
@@ -262,6 +261,7 @@ func TestInterruptWaitsForExecutor(t *testing.T) {
 }
 
 func TestFailedHandshakeEndsFailed(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	res := w.submit(w.a.ID, "failstart no model session")
 	x := w.waitPhase(res.ExecutionID, desk.PhaseFailed)
@@ -274,6 +274,7 @@ func TestFailedHandshakeEndsFailed(t *testing.T) {
 }
 
 func TestInterruptStalledStart(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	res := w.submit(w.a.ID, "stall")
 	waitFor(t, "the stalled start", func() bool { return len(w.ex.Calls()) == 1 })
@@ -291,6 +292,7 @@ func TestInterruptStalledStart(t *testing.T) {
 }
 
 func TestInterruptWrongExecution(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	res := w.submit(w.a.ID, "block")
 	w.waitPhase(res.ExecutionID, desk.PhaseRunning)
@@ -310,6 +312,7 @@ func TestInterruptWrongExecution(t *testing.T) {
 }
 
 func TestConcurrentInterruptsShareOneStop(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	res := w.submit(w.a.ID, "slowstop 200")
 	w.waitPhase(res.ExecutionID, desk.PhaseRunning)
@@ -355,6 +358,7 @@ func TestConcurrentInterruptsShareOneStop(t *testing.T) {
 // execution-fault block; nothing starts until it is released and the
 // queue resumed.
 func TestBlockedStartUntilRelease(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	for i := range 3 {
 		res := w.submit(w.a.ID, "fail boom")
@@ -367,20 +371,18 @@ func TestBlockedStartUntilRelease(t *testing.T) {
 		t.Fatalf("blocks after 3 failures: %+v", bs.Blocks)
 	}
 	next := w.submit(w.a.ID, "reply after the fault")
-	time.Sleep(200 * time.Millisecond)
-	if it := w.item(w.a.ID, next.Item.ID); it.Status != desk.QueueStatusQueued || next.ExecutionID != "" {
-		t.Fatalf("blocked surface started work: %+v", it)
+	if next.ExecutionID != "" {
+		t.Fatalf("blocked surface started work: %+v", next)
 	}
+	// The dispatcher polls every 50ms: watch a few of its rounds.
+	testwait.Never(t, 200*time.Millisecond, func() bool { return w.item(w.a.ID, next.Item.ID).Status != desk.QueueStatusQueued }, "the blocked surface to start work")
 	// Release starts nothing.
 	var b desk.Block
 	w.Must(200, "POST", "/v1/sessions/"+w.a.ID+"/blocks/"+bs.Blocks[0].ID+"/release", nil, &b)
 	if b.Active || b.ReleasedBy != desk.AdminActor {
 		t.Fatalf("released block: %+v", b)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if it := w.item(w.a.ID, next.Item.ID); it.Status != desk.QueueStatusQueued {
-		t.Fatalf("release started work: %+v", it)
-	}
+	testwait.Never(t, 200*time.Millisecond, func() bool { return w.item(w.a.ID, next.Item.ID).Status != desk.QueueStatusQueued }, "the release to start work")
 	w.Must(200, "POST", "/v1/sessions/"+w.a.ID+"/queue/resume", map[string]string{}, nil)
 	waitFor(t, "the queue to resume", func() bool { return w.item(w.a.ID, next.Item.ID).Status == desk.QueueStatusDelivered })
 }
@@ -389,6 +391,7 @@ func TestBlockedStartUntilRelease(t *testing.T) {
 // execution stopping with stop_error and the surface occupied; it settles
 // when the executor finally returns.
 func TestStopNotConfirmed(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t, func(c *app.Config) { c.Execution.StopTimeout = 200 * time.Millisecond })
 	res := w.submit(w.a.ID, "ignorestop 1500")
 	w.waitPhase(res.ExecutionID, desk.PhaseRunning)
@@ -412,7 +415,11 @@ func TestStopNotConfirmed(t *testing.T) {
 // origins waits; the user's next submit clears the block. While a composer
 // is attached, agent work waits for approval or idleness.
 func TestUserCooldownAndTakeover(t *testing.T) {
-	w := newExecWorld(t, func(c *app.Config) { c.Execution.TakeoverIdle = 400 * time.Millisecond })
+	apptest.Parallel(t)
+	// Idleness is 2 s: long enough that an attach and the next submit fall
+	// within it on a loaded machine under -race (at 400 ms the held row
+	// sometimes started at once), short enough to wait for the takeover.
+	w := newExecWorld(t, func(c *app.Config) { c.Execution.TakeoverIdle = 2 * time.Second })
 	var bot struct {
 		Actor desk.Actor
 		Token string
@@ -432,16 +439,10 @@ func TestUserCooldownAndTakeover(t *testing.T) {
 	w.Must(200, "POST", "/v1/sessions/"+bs.ID+"/executions/"+first.ExecutionID+"/interrupt", nil, nil)
 	var agentWork desk.SubmitResult
 	w.Req("POST", "/v1/sessions/"+bs.ID+"/messages", bot.Token, map[string]string{"text": "reply from the agent"}).Decode(t, &agentWork)
-	time.Sleep(200 * time.Millisecond)
-	if it := w.item(bs.ID, agentWork.Item.ID); it.Status != desk.QueueStatusQueued {
-		t.Fatalf("agent work ran during the user cooldown: %+v", it)
-	}
+	testwait.Never(t, 200*time.Millisecond, func() bool { return w.item(bs.ID, agentWork.Item.ID).Status != desk.QueueStatusQueued }, "agent work to run during the user cooldown")
 	// Approval never overrides a block.
 	w.Must(200, "POST", "/v1/sessions/"+bs.ID+"/queue/"+agentWork.Item.ID+"/approve", nil, nil)
-	time.Sleep(200 * time.Millisecond)
-	if it := w.item(bs.ID, agentWork.Item.ID); it.Status != desk.QueueStatusQueued {
-		t.Fatalf("approval overrode the cooldown: %+v", it)
-	}
+	testwait.Never(t, 200*time.Millisecond, func() bool { return w.item(bs.ID, agentWork.Item.ID).Status != desk.QueueStatusQueued }, "approval to override the cooldown")
 	// The user's next submit clears the cooldown; both run.
 	user := w.submit(bs.ID, "reply from the user")
 	waitFor(t, "both rows to run", func() bool {
@@ -461,10 +462,7 @@ func TestUserCooldownAndTakeover(t *testing.T) {
 	w.submit(bs.ID, "reply keep busy") // user activity resets idleness
 	var approved desk.SubmitResult
 	w.Req("POST", "/v1/sessions/"+bs.ID+"/messages", bot.Token, map[string]string{"text": "reply approved"}).Decode(t, &approved)
-	time.Sleep(100 * time.Millisecond)
-	if it := w.item(bs.ID, approved.Item.ID); it.Status != desk.QueueStatusQueued {
-		t.Fatalf("agent work ran while attached and active: %+v", it)
-	}
+	testwait.Never(t, 150*time.Millisecond, func() bool { return w.item(bs.ID, approved.Item.ID).Status != desk.QueueStatusQueued }, "agent work to run while attached and active")
 	w.Must(200, "POST", "/v1/sessions/"+bs.ID+"/queue/"+approved.Item.ID+"/approve", nil, nil)
 	waitFor(t, "approved row", func() bool { return w.item(bs.ID, approved.Item.ID).Status == desk.QueueStatusDelivered })
 }
@@ -472,6 +470,7 @@ func TestUserCooldownAndTakeover(t *testing.T) {
 // TestS_H_ScratchRemovedAfterSettle: scratch exists during the execution
 // and is gone once it settles.
 func TestS_H_ScratchRemovedAfterSettle(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	res := w.submit(w.a.ID, "scratch")
 	w.waitPhase(res.ExecutionID, desk.PhaseEnded)
@@ -499,6 +498,7 @@ func TestS_H_ScratchRemovedAfterSettle(t *testing.T) {
 // interrupted (owner-restarted) and are not re-run; a claim that never
 // started goes back to the front of its queue and runs once.
 func TestReopenMarksInterrupted(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	ctx := t.Context()
 	st := w.App.Store
@@ -558,6 +558,7 @@ func TestReopenMarksInterrupted(t *testing.T) {
 }
 
 func TestRetireRecallResolve(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	var r desk.Resolution
 	w.Must(200, "POST", "/v1/resolve", map[string]any{"target": map[string]string{"kind": "session", "id": w.a.ID}}, &r)
@@ -615,6 +616,7 @@ func TestRetireRecallResolve(t *testing.T) {
 // TestDeleteSessionStopsItsExecutions: deleting a session interrupts what
 // runs in it and removes its queue, executions and scratch with it (S-K).
 func TestDeleteSessionStopsItsExecutions(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t)
 	run := w.submit(w.a.ID, "block")
 	w.waitPhase(run.ExecutionID, desk.PhaseRunning)
@@ -630,8 +632,5 @@ func TestDeleteSessionStopsItsExecutions(t *testing.T) {
 	if act, _ := w.App.Store.ListActiveExecutions(t.Context()); len(act) != 0 {
 		t.Fatalf("active executions after delete: %d", len(act))
 	}
-	time.Sleep(100 * time.Millisecond)
-	if n := len(w.ex.Calls()); n != 1 {
-		t.Fatalf("the queued row of a deleted session ran (%d calls)", n)
-	}
+	testwait.Never(t, 150*time.Millisecond, func() bool { return len(w.ex.Calls()) != 1 }, "the queued row of a deleted session to run")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/agent"
 	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/execution"
 	"github.com/desk-runtime/desk/internal/modeltest/strict"
 	"github.com/desk-runtime/desk/layout"
@@ -266,6 +267,7 @@ func TestSkillsListedAndLoaded(t *testing.T) {
 // prompt states them; a command that forges them and writes an artifact,
 // and the agent's own write after it, both get the server-stamped origin.
 func TestIdentityInCommands(t *testing.T) {
+	apptest.Parallel(t)
 	needSandbox(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"approval_mode": "auto-review"})

@@ -319,6 +319,7 @@ func slicesContain(xs []string, x string) bool {
 // and symbolic links are refused before the disk is touched, and leave
 // everything as it was.
 func TestFilesPathRules(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	w.mustUpload("/docs/keep.txt", []byte("keep"))
 	area := w.ownerArea()
@@ -394,6 +395,7 @@ func TestFilesPathRules(t *testing.T) {
 // TestFilesListing: path order, depth 1 by default, n levels, 0 = all,
 // a file path lists one file, temporary files never show.
 func TestFilesListing(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	for _, p := range []string{"/a/b/c.txt", "/a-b.txt", "/a/z.txt", "/b.txt", "/a/b/d/e.txt"} {
 		w.mustUpload(p, []byte(p))
@@ -457,6 +459,7 @@ func actorIDOf(t *testing.T, w *world, name string) string {
 // TestFilesDownload: raw bytes, Range, ETag and Last-Modified with
 // conditional requests, never compressed, inert in a browser.
 func TestFilesDownload(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	body := []byte(strings.Repeat("0123456789", 1000))
 	w.mustUpload("/data/big.txt", body)
@@ -483,7 +486,8 @@ func TestFilesDownload(t *testing.T) {
 	if r = w.Admin("GET", u, nil, "If-Modified-Since", lm); r.Status != 304 {
 		t.Fatalf("If-Modified-Since = %d", r.Status)
 	}
-	// A new upload is a new version.
+	// A new upload is a new version; the pause puts its modification time
+	// after the first's, on purpose.
 	time.Sleep(5 * time.Millisecond)
 	w.mustUpload("/data/big.txt", []byte("new"))
 	r = w.Admin("GET", u, nil, "If-None-Match", etag)
@@ -720,6 +724,7 @@ func testFilesQuota(t *testing.T, cfg app.Config) {
 // TestFilesInterruptedUpload: a body shorter than its Content-Length (the
 // client went away) leaves the previous file and no temporary file.
 func TestFilesInterruptedUpload(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	w.mustUpload("/keep.bin", []byte{1, 2, 3})
 	w.mustUpload("/sessions/"+w.a.ID+"/keep.md", []byte("kept"))
@@ -738,6 +743,7 @@ func TestFilesInterruptedUpload(t *testing.T) {
 // TestFilesConcurrentUploads: several uploads to one path; the last one
 // to finish wins whole, and no reader ever sees a mixture.
 func TestFilesConcurrentUploads(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	const n, size = 6, 2 << 20
 	bodies := map[string]bool{}
@@ -810,6 +816,7 @@ func TestFilesConcurrentUploads(t *testing.T) {
 // TestFilesDeleteByPrefix: a trailing / is a folder's subtree, anything
 // else a string prefix; the whole area is never one request away.
 func TestFilesDeleteByPrefix(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	for _, p := range []string{"/temp/a.txt", "/temp/sub/b.txt", "/temp-old.txt", "/tempest/c.txt", "/keep/temp.txt"} {
 		w.mustUpload(p, []byte(p))
@@ -861,6 +868,7 @@ func TestFilesDeleteByPrefix(t *testing.T) {
 
 // TestFilesStats: counts, totals per top-level folder, artifacts.
 func TestFilesStats(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	w.mustUpload("/r1.txt", []byte("12345"))
 	w.mustUpload("/reports/a.txt", []byte("123"))
@@ -958,6 +966,7 @@ func testFilesGC(t *testing.T, cfg app.Config) {
 // boundaries only, refuses what would break them, and the guest sees the
 // declared directories.
 func TestFilesHostPaths(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	_, tok := w.newActor("alice")
 	host := t.TempDir()
@@ -1046,6 +1055,7 @@ func TestFilesHostPaths(t *testing.T) {
 
 // TestFilesOnPostgres runs the file API scenarios on the Postgres store.
 func TestFilesOnPostgres(t *testing.T) {
+	apptest.Parallel(t)
 	for name, fn := range map[string]func(*testing.T, app.Config){
 		"BothSpellings":  testFilesBothSpellings,
 		"ActorParameter": testFilesActorParameter,
@@ -1073,6 +1083,7 @@ func must(t testing.TB, err error) {
 // take the raw-socket path (the server splices the body into the file);
 // they keep every rule of the normal path.
 func TestFilesLargeUploads(t *testing.T) {
+	apptest.Parallel(t)
 	big := bytes.Repeat([]byte("0123456789abcdef"), 40<<20/16)
 	big[12345] = 'X'
 	// Without a quota the body is spliced from the socket into the file.

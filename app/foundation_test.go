@@ -71,6 +71,7 @@ func sha(b []byte) string {
 // TestS_F_NewSessionIsolatedWorkspace: a new session starts with an empty,
 // isolated artifact area, whatever its siblings hold.
 func TestS_F_NewSessionIsolatedWorkspace(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	w.put(w.a.ID, "notes.md", []byte("# A's notes\n"))
 	if got := w.list(w.b.ID); len(got) != 0 {
@@ -94,6 +95,7 @@ func TestS_F_NewSessionIsolatedWorkspace(t *testing.T) {
 // TestS_G_CrossSessionReadDenied: no door leads from one session's guest
 // file system into another's files.
 func TestS_G_CrossSessionReadDenied(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	secret := w.put(w.b.ID, "secret.md", []byte("B's secret"))
 
@@ -141,6 +143,7 @@ func TestS_G_CrossSessionReadDenied(t *testing.T) {
 // TestS_I_ArtifactSurvivesSettle: reclaiming an execution's scratch (what
 // settling does) leaves every artifact byte-identical.
 func TestS_I_ArtifactSurvivesSettle(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	body := pngBytes(t)
 	a := w.put(w.a.ID, "chart.png", body)
@@ -190,6 +193,7 @@ func testS_J_ArtifactSurvivesRestart(t *testing.T, cfg app.Config) {
 // TestS_K_DeleteSessionDeletesArtifacts: delete cascades to artifacts (rows
 // and bytes), kept revisions and bindings.
 func TestS_K_DeleteSessionDeletesArtifacts(t *testing.T) {
+	apptest.Parallel(t)
 	testS_K_DeleteSessionDeletesArtifacts(t, app.Config{})
 }
 
@@ -231,6 +235,7 @@ func testS_K_DeleteSessionDeletesArtifacts(t *testing.T, cfg app.Config) {
 // TestS_L_DeleteSessionKeepsGroups: groups belong to the workspace; deleting
 // a session that binds one leaves it and its items.
 func TestS_L_DeleteSessionKeepsGroups(t *testing.T) {
+	apptest.Parallel(t)
 	testS_L_DeleteSessionKeepsGroups(t, app.Config{})
 }
 
@@ -269,6 +274,7 @@ func testS_L_DeleteSessionKeepsGroups(t *testing.T, cfg app.Config) {
 // TestS_P_StoragePressureKeepsArtifacts: pressure reclaims only what nothing
 // owns and never an artifact.
 func TestS_P_StoragePressureKeepsArtifacts(t *testing.T) {
+	apptest.Parallel(t)
 	testS_P_StoragePressureKeepsArtifacts(t, app.Config{})
 }
 
@@ -338,6 +344,7 @@ func mustOld(t *testing.T, p string) error {
 }
 
 func TestHealthAndAuth(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	r := w.Req("GET", "/healthz", "", nil)
 	if r.Status != 200 || !bytes.Contains(r.Body, []byte(`"ok"`)) {
@@ -366,6 +373,7 @@ func TestHealthAndAuth(t *testing.T) {
 }
 
 func TestBadInputIsRefusedCleanly(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	before := w.list(w.a.ID)
 	for _, c := range []struct {

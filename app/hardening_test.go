@@ -23,6 +23,7 @@ import (
 // compressed size is refused (413) and leaves nothing behind, unless the
 // operator raised the ratio.
 func TestImportRatioLimit(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	exported := w.Must(200, "GET", "/v1/workspaces/"+w.ws.ID+"/export", nil, nil).Body
 	es := tarEntries(t, exported)
@@ -66,6 +67,7 @@ func rawRequest(t *testing.T, e *apptest.Env, head string, feed func(io.Writer))
 // clear error once a window passes without progress, while a big upload
 // that keeps progressing for longer than the window succeeds.
 func TestBodyTrickleCutOff(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorldOn(t, app.Config{BodyIdleTimeout: time.Second})
 	stop := make(chan struct{})
 	defer close(stop)
@@ -97,6 +99,7 @@ func TestBodyTrickleCutOff(t *testing.T) {
 	go func() {
 		chunk := bytes.Repeat([]byte("x"), 256<<10)
 		for range 16 {
+			// A slow client on purpose: the body progresses, slowly.
 			time.Sleep(200 * time.Millisecond)
 			if _, err := pw.Write(chunk); err != nil {
 				return
@@ -142,6 +145,7 @@ func (s *slowReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	if s.n == s.step {
+		// The pause is the point: a client slower than the deadline.
 		time.Sleep(s.pause)
 		s.n = 0
 	}
@@ -155,6 +159,7 @@ func (s *slowReader) Read(p []byte) (int, error) {
 // TestAuthorizationSchemeCaseInsensitive: "bearer", "BEARER" and "Bearer"
 // are one scheme (RFC 9110); other schemes are still refused.
 func TestAuthorizationSchemeCaseInsensitive(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	for _, scheme := range []string{"Bearer", "bearer", "BEARER", "bEaReR"} {
 		r := w.Req("GET", "/v1/workspaces/"+w.ws.ID, "", nil, "Authorization", scheme+" "+w.Token)
@@ -174,6 +179,7 @@ func TestAuthorizationSchemeCaseInsensitive(t *testing.T) {
 // on every route (here: create a workspace, submit, release a block), and
 // a refused body changes nothing.
 func TestJSONBodiesStrict(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	count := func() int {
 		var l struct{ Workspaces []desk.Workspace }
@@ -214,6 +220,7 @@ func TestJSONBodiesStrict(t *testing.T) {
 // 400, and are stored in normal form C, so the two spellings of "café" are
 // one file through every door.
 func TestNamesRefuseInvisibleAndAreNFC(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	for _, name := range []string{"invoice\u202Efdp.exe", "a\u200Bb.txt", "tab\tname.txt", "rtl\u2067x.md"} {
 		r := w.Admin("POST", "/v1/sessions/"+w.a.ID+"/artifacts?name="+url.QueryEscape(name), []byte("x"))
@@ -252,6 +259,7 @@ func TestNamesRefuseInvisibleAndAreNFC(t *testing.T) {
 // rules: an override character is refused, and two spellings of one name
 // are one file (so an archive carrying both is refused as a duplicate).
 func TestImportNormalizesNames(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	exported := w.Must(200, "GET", "/v1/workspaces/"+w.ws.ID+"/export", nil, nil).Body
 	e2 := apptest.Start(t, app.Config{})

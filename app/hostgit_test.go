@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/lifecycle"
 )
@@ -99,6 +100,7 @@ func assertNoMarks(t *testing.T, marks string) {
 // sandboxed command cannot write /workspace/.git/hooks or .git/config
 // (nor move .git away to do it), and neither can the file tools.
 func TestHostGitSandboxCannotWriteGitConfig(t *testing.T) {
+	apptest.Parallel(t)
 	w, co := hostGitWorld(t)
 	config, _ := os.ReadFile(filepath.Join(co, ".git", "config"))
 	for _, attack := range []string{
@@ -141,6 +143,7 @@ func TestHostGitSandboxCannotWriteGitConfig(t *testing.T) {
 // worktree (git worktree add: checkout, smudge, post-checkout) on a
 // planted repository runs nothing planted.
 func TestHostGitWorktreeBindRunsNoPlantedProgram(t *testing.T) {
+	apptest.Parallel(t)
 	w, co := hostGitWorld(t)
 	marks := w.plantIn(w.ws.ID, co)
 	b := w.patchSession(w.a.ID, map[string]any{"worktree": "feature"})
@@ -157,6 +160,7 @@ func TestHostGitWorktreeBindRunsNoPlantedProgram(t *testing.T) {
 // (the handoff's uncommitted files) of a planted checkout and of its
 // worktree runs nothing planted, and the handoff still lists the files.
 func TestHostGitOffboardRunsNoPlantedProgram(t *testing.T) {
+	apptest.Parallel(t)
 	w, co := hostGitWorld(t)
 	w.patchSession(w.b.ID, map[string]any{"worktree": "feature"})
 	marks := w.plantIn(w.ws.ID, co)
@@ -182,6 +186,7 @@ func TestHostGitOffboardRunsNoPlantedProgram(t *testing.T) {
 // commits in a planted checkout: no hook, filter or fsmonitor runs, and
 // the commit holds the bytes desk wrote.
 func TestHostGitTemplateUpgradeRunsNoPlantedProgram(t *testing.T) {
+	apptest.Parallel(t)
 	w, _ := hostGitWorld(t)
 	tw := templatedWorkspace(w.Env)
 	w.settingsOf(tw.ID, map[string]any{"approval_mode": "auto-review"})
@@ -205,6 +210,7 @@ func TestHostGitTemplateUpgradeRunsNoPlantedProgram(t *testing.T) {
 // TestHostGitAbsorbRunsNoPlantedProgram: an absorb commits the import in
 // a planted target checkout: nothing planted runs.
 func TestHostGitAbsorbRunsNoPlantedProgram(t *testing.T) {
+	apptest.Parallel(t)
 	w, _ := hostGitWorld(t)
 	target, source, _ := absorbPair(w.Env)
 	w.settingsOf(target.ID, map[string]any{"approval_mode": "auto-review"})
@@ -230,6 +236,7 @@ func TestHostGitAbsorbRunsNoPlantedProgram(t *testing.T) {
 // desk refuse with 409 naming the cause; nothing planted runs, and the
 // other repository is untouched.
 func TestHostGitRefusesWhatItCannotNeutralise(t *testing.T) {
+	apptest.Parallel(t)
 	t.Run("include.path", func(t *testing.T) {
 		w, co := hostGitWorld(t)
 		marks := w.plantIn(w.ws.ID, co)

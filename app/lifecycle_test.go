@@ -16,6 +16,8 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/app/apptest"
+	"github.com/desk-runtime/desk/internal/testwait"
 	"github.com/desk-runtime/desk/lifecycle"
 )
 
@@ -144,6 +146,7 @@ func (w *lcWorld) journals() []*desk.LifecycleJournal {
 // gives back the exact directory and the active sessions, and work runs
 // again.
 func TestOffboardRestoreExact(t *testing.T) {
+	apptest.Parallel(t)
 	w := newLCWorld(t)
 	w.furnish()
 	ctx := context.Background()
@@ -287,6 +290,7 @@ func adminCtx() context.Context {
 // TestOffboardBlockedByRunningExecution: offboarding is refused, and
 // nothing changes, while an execution of the workspace runs.
 func TestOffboardBlockedByRunningExecution(t *testing.T) {
+	apptest.Parallel(t)
 	w := newLCWorld(t)
 	run := w.submit(w.a.ID, "gate lc")
 	w.waitPhase(run.ExecutionID, desk.PhaseRunning)
@@ -313,6 +317,7 @@ func TestOffboardBlockedByRunningExecution(t *testing.T) {
 // busy; two guards (two desk processes) on one database exclude each
 // other, all or nothing; a dead owner's lease is taken over.
 func TestLifecycleGuard(t *testing.T) {
+	apptest.Parallel(t)
 	w := newLCWorld(t)
 	ctx := context.Background()
 	release, err := w.App.Guard.Acquire(ctx, desk.OpTemplateUpgrade, w.ws.ID)
@@ -380,6 +385,7 @@ func TestLifecycleGuard(t *testing.T) {
 // the catalog tombstone, the retired identities and provenance, and the id
 // stays reserved for good.
 func TestPurgeKeepsTombstones(t *testing.T) {
+	apptest.Parallel(t)
 	w := newLCWorld(t)
 	w.furnish()
 	art := w.put(w.a.ID, "report.md", []byte("# report\n"))
@@ -465,6 +471,7 @@ func TestPurgeKeepsTombstones(t *testing.T) {
 // directories present is finished at the next start, before queued work
 // runs; a second recovery changes nothing.
 func TestLifecycleRecovery(t *testing.T) {
+	apptest.Parallel(t)
 	w := newLCWorld(t)
 	w.furnish()
 	ctx := context.Background()
@@ -559,6 +566,7 @@ func TestLifecycleRecovery(t *testing.T) {
 // TestRecoveryBeforeDispatch: queued work of a workspace whose restore was
 // interrupted runs only after the restart finished the restore.
 func TestRecoveryBeforeDispatch(t *testing.T) {
+	apptest.Parallel(t)
 	w := newLCWorld(t)
 	ctx := context.Background()
 	w.Must(200, "POST", "/v1/workspaces/"+w.ws.ID+"/offboard", map[string]string{"reason": "pause"}, nil)
@@ -575,10 +583,8 @@ func TestRecoveryBeforeDispatch(t *testing.T) {
 	if r := w.Admin("POST", "/v1/workspaces/"+w.ws.ID+"/restore", nil); r.Status != 500 {
 		t.Fatalf("restore with an injected crash = %d %s", r.Status, r.Body)
 	}
-	time.Sleep(200 * time.Millisecond) // several polls: nothing may start
-	if q := w.item(w.a.ID, it.ID); q.Status != desk.QueueStatusQueued {
-		t.Fatalf("work of a restoring workspace was dispatched: %+v", q)
-	}
+	// Several dispatcher polls: nothing may start.
+	testwait.Never(t, 200*time.Millisecond, func() bool { return w.item(w.a.ID, it.ID).Status != desk.QueueStatusQueued }, "work of a restoring workspace to be dispatched")
 	w.fail.Store("")
 	w.Restart()
 	if e := w.catalog(w.ws.ID); e.State != desk.WorkspaceActive {
@@ -594,6 +600,7 @@ func TestRecoveryBeforeDispatch(t *testing.T) {
 // reconstructed makes a labelled session with the plain prompt, or the
 // preamble when asked.
 func TestAsk(t *testing.T) {
+	apptest.Parallel(t)
 	w := newLCWorld(t)
 	type askRes struct {
 		Status, Resolution, Reason string

@@ -15,6 +15,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/app/apptest"
 )
 
 // syncBuffer is a log sink the server writes from its own goroutines.
@@ -40,6 +41,7 @@ func (s *syncBuffer) String() string {
 // leaves the code behind, and the code works once, only before it expires,
 // and never reaches a log.
 func TestLoginLinkSignsABrowserInOnce(t *testing.T) {
+	apptest.Parallel(t)
 	var mu sync.Mutex
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }

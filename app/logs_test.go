@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/app/apptest"
 )
 
 func TestAppLogOverHTTP(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	log := w.App.Logger
 	secret := "sk-ant-api03-" + strings.Repeat("x", 40)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/app/apptest"
 )
 
 // modelServer is a model server that answers every request with one
@@ -50,6 +51,7 @@ type modelList struct {
 // admin token alike, before anything is created or any request leaves
 // desk; GET /v1/models lists exactly the declared ones.
 func TestModelsUndeclaredRefused(t *testing.T) {
+	apptest.Parallel(t)
 	trap := newModelServer(t, 200, "application/json", `{}`)
 	compat := "openai-compatible:http://LLM.internal:8000/v1/#qwen"
 	w := newWorldOn(t, app.Config{Model: "anthropic:claude-sonnet-4-5", Models: []string{"openai:gpt-4.1", compat}})
@@ -121,6 +123,7 @@ func TestModelsUndeclaredRefused(t *testing.T) {
 // with; once the operator stops declaring it, its turn fails naming the
 // model and the allowed ones, and no request reaches the old server.
 func TestModelsNoLongerDeclared(t *testing.T) {
+	apptest.Parallel(t)
 	old := newModelServer(t, 200, "application/json", `{}`)
 	w := newAgentWorld(t, func(c *app.Config) { c.Models = []string{old.spec("m")} })
 	var x desk.Session

@@ -42,6 +42,7 @@ func (f failingStore) HeartbeatOwner(ctx context.Context, id string, at time.Tim
 // written, new work is refused with 503 rather than run unrecorded; once
 // writes succeed again, work is admitted.
 func TestJournalFailureRefusesAdmission(t *testing.T) {
+	apptest.Parallel(t)
 	var broken atomic.Bool
 	w := newExecWorld(t, func(c *app.Config) {
 		c.WrapStore = func(s desk.Store) desk.Store { return failingStore{Store: s, broken: &broken} }
@@ -144,11 +145,13 @@ func twoServers(t *testing.T, cfgA, cfgB app.Config) {
 }
 
 func TestTwoServersOneSQLiteDatabase(t *testing.T) {
+	apptest.Parallel(t)
 	home := t.TempDir()
 	twoServers(t, app.Config{Home: home}, app.Config{Home: home})
 }
 
 func TestTwoServersOnePostgres(t *testing.T) {
+	apptest.Parallel(t)
 	dsn := pgtest.DSN(t)
 	twoServers(t, app.Config{Postgres: dsn}, app.Config{Postgres: dsn})
 }

@@ -29,6 +29,7 @@ import (
 // against the documented schema. A route missing from the router, a status
 // that drifted or a field the document does not know all fail here.
 func TestOpenAPIMatchesHandlers(t *testing.T) {
+	apptest.Parallel(t)
 	// The real agent runs, on script sessions.
 	w := newWorldOn(t, app.Config{Execution: execution.Options{StopTimeout: 5 * time.Second}})
 	// The checkout is a git repository, so sessions and threads carry their

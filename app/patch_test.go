@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/app/apptest"
 )
 
 func patchCall(patch string) map[string]any {
@@ -63,6 +64,7 @@ func readAll(t *testing.T, dir string) map[string]string {
 // revision of the same artifact); every file is exactly as the patch says
 // and the command's result lists each change with its counts and diff.
 func TestAgentApplyPatch(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"approval_mode": "auto-review"})
 	root := patchRoot(t, w, map[string]string{
@@ -162,6 +164,7 @@ func TestAgentApplyPatch(t *testing.T) {
 // added, updated or deleted; a patch with a target outside the write
 // boundary is refused before any change.
 func TestAgentApplyPatchAllOrNothing(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"approval_mode": "auto-review"})
 	files := map[string]string{"a.txt": "one\ntwo\nthree\n", "b.txt": "alpha\nbeta\n"}
@@ -217,6 +220,7 @@ func TestAgentApplyPatchAllOrNothing(t *testing.T) {
 // touches the workspace's files waits for approval; one confined to
 // /artifacts and /scratch does not.
 func TestAgentApplyPatchGated(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	root := patchRoot(t, w, map[string]string{"a.txt": "a\n"})
 	x := w.script(calls(patchCall("*** Begin Patch\n*** Add File: /artifacts/free.txt\n+free\n*** End Patch")),

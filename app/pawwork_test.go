@@ -31,6 +31,7 @@ import (
 	"github.com/desk-runtime/desk/agent/tools"
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
+	"github.com/desk-runtime/desk/internal/testwait"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/sandbox"
 	"github.com/desk-runtime/desk/store/sqlstore"
@@ -68,13 +69,7 @@ func pawSandbox(t *testing.T) {
 // enough for a loaded two-CPU machine.
 func pawWait(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(15 * time.Millisecond)
-	}
+	testwait.Until(t, 30*time.Second, cond, what)
 }
 
 // pawStep is one scripted model answer.
@@ -338,6 +333,7 @@ func pawSortedIDs(items ...desk.Item) []string {
 // TestS_A_DirectQuestionTextOnly: a direct question is answered with text
 // only — no tool call, no command record, no artifact, nothing on disk.
 func TestS_A_DirectQuestionTextOnly(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	x, e := p.runScript("What is the capital of France?", pawSay("Paris."))
 
@@ -365,6 +361,7 @@ func TestS_A_DirectQuestionTextOnly(t *testing.T) {
 // unrelated question makes no inspect and leases nothing, and the context
 // the model gets names the group only as {id, name, item_count}.
 func TestS_B_UnrelatedQuestionNoInspect(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	var bodies []string
 	for i := range 20 {
@@ -417,6 +414,7 @@ func TestS_B_UnrelatedQuestionNoInspect(t *testing.T) {
 // TestS_C_SelectedContextInspectAndAnswer: a question about the selection
 // inspects it, reads an item and answers in text; no artifact is made.
 func TestS_C_SelectedContextInspectAndAnswer(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	g, items := p.group("trip", "Flight LH400 leaves at 10:05", "Hotel check-in from 15:00", "Museum closed on Mondays")
 	x := p.session(
@@ -456,6 +454,7 @@ func TestS_C_SelectedContextInspectAndAnswer(t *testing.T) {
 // exactly one artifact whose origin the server stamped with the execution
 // and the command that wrote it.
 func TestS_D_ArtifactRequestMakesOneArtifact(t *testing.T) {
+	apptest.Parallel(t)
 	pawSandbox(t)
 	p := newPaw(t, app.Config{})
 	report := "# Report\n\n| q | revenue |\n|---|---|\n| Q1 | 10 |\n"
@@ -508,6 +507,7 @@ func TestS_D_ArtifactRequestMakesOneArtifact(t *testing.T) {
 // TestS_E_LaterTurnModifiesArtifact: later turns change the artifact in
 // place — same id, next revision — with write_file and with edit_file.
 func TestS_E_LaterTurnModifiesArtifact(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	x := p.session(
 		pawUse("write_file", map[string]any{"path": "/artifacts/plan.md", "content": "# Plan\n- step one\n"}),
@@ -544,6 +544,7 @@ func TestS_E_LaterTurnModifiesArtifact(t *testing.T) {
 // empty /artifacts and /scratch, whatever an older session of the same
 // actor in the same workspace holds.
 func TestS_F_AgentSeesEmptyIsolatedGuestFS(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	p.runScript("make notes",
 		pawAll(pawUse("write_file", map[string]any{"path": "/artifacts/notes.md", "content": "old session"}),
@@ -580,6 +581,7 @@ func TestS_F_AgentSeesEmptyIsolatedGuestFS(t *testing.T) {
 // another's artifacts: not a guessed path, not a ../ escape, not a host
 // path, not a command, not a symlink the agent plants.
 func TestS_G_AgentCannotReadOtherSession(t *testing.T) {
+	apptest.Parallel(t)
 	pawSandbox(t)
 	p := newPaw(t, app.Config{})
 	const secret = "A-SECRET-4242"
@@ -652,6 +654,7 @@ func TestS_G_AgentCannotReadOtherSession(t *testing.T) {
 // there while the execution runs and gone once it settles — ended,
 // interrupted or failed.
 func TestS_H_AgentScratchGoneAfterSettle(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	x := p.session(
 		pawUse("write_file", map[string]any{"path": "/scratch/work.txt", "content": "temporary"}),
@@ -711,6 +714,7 @@ func TestS_H_AgentScratchGoneAfterSettle(t *testing.T) {
 // disk and in the store after the execution settled, and the next turn
 // reads it back.
 func TestS_I_AgentArtifactSurvivesSettle(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	const body = "# Findings\nkept across turns\n"
 	x := p.session(
@@ -740,6 +744,7 @@ func TestS_I_AgentArtifactSurvivesSettle(t *testing.T) {
 // artifact is the same row and bytes, and the session's next turn (its
 // script cursor kept) reads it.
 func TestS_J_AgentArtifactSurvivesRestart(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	body := "a,b\n1,2\n"
 	x := p.session(
@@ -769,6 +774,7 @@ func TestS_J_AgentArtifactSurvivesRestart(t *testing.T) {
 // TestS_K_DeleteSessionDeletesAgentArtifacts: deleting a session deletes
 // the artifacts its agent made — rows and files — and nothing of a sibling.
 func TestS_K_DeleteSessionDeletesAgentArtifacts(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	x, _ := p.runScript("make two",
 		pawAll(pawUse("write_file", map[string]any{"path": "/artifacts/one.md", "content": "one"}),
@@ -803,6 +809,7 @@ func TestS_K_DeleteSessionDeletesAgentArtifacts(t *testing.T) {
 // bound and inspected stays, with its items, for the sessions still
 // binding it.
 func TestS_L_DeleteSessionKeepsInspectedGroup(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	g, items := p.group("shared", "first capture", "second capture")
 	inspect := pawUse("inspect", map[string]any{"view": "group", "group_id": g.ID})
@@ -836,6 +843,7 @@ func TestS_L_DeleteSessionKeepsInspectedGroup(t *testing.T) {
 // TestS_M_GroupMutationVisibleToNextInspect: items added to and removed
 // from a bound group show in the next turn's inspect and world block.
 func TestS_M_GroupMutationVisibleToNextInspect(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	g, items := p.group("live", "alpha", "beta")
 	inspect := pawUse("inspect", map[string]any{"view": "group", "group_id": g.ID})
@@ -878,6 +886,7 @@ func pawLeaseScript(g desk.Group, item desk.Item) []pawStep {
 // survives its removal from the group — row, bytes, and the agent can still
 // read it — until the execution settles.
 func TestS_N_LeaseProtectsItemInUse(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	g, items := p.group("evidence", "the quote we rely on", "another capture")
 	x := p.session(pawLeaseScript(g, items[0])...)
@@ -909,6 +918,7 @@ func TestS_N_LeaseProtectsItemInUse(t *testing.T) {
 // the removed item is unreachable and collected — row and bytes — and a
 // later turn cannot read it.
 func TestS_O_ReleasedItemCollected(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	g, items := p.group("evidence", "soon unreachable", "stays")
 	x := p.session(append(pawLeaseScript(g, items[0]),
@@ -943,6 +953,7 @@ func TestS_O_ReleasedItemCollected(t *testing.T) {
 // execution keeps its scratch and its leased item, and a write that does
 // not fit is refused instead of making room.
 func TestS_P_AgentArtifactsSurvivePressure(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{MaxArtifactBytes: 4096, ActorQuotaBytes: 6000})
 	g, items := p.group("bound", "leased capture")
 	other, orphans := p.group("other", "nobody holds me")
@@ -1045,6 +1056,7 @@ func TestS_P_AgentArtifactsSurvivePressure(t *testing.T) {
 // session's artifacts and never lists them: none of 50 names, ids or
 // bodies is in it, and with 5,000 it is the same bytes but for the count.
 func TestS_Q_ManyArtifactsNotInContext(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{SQLiteSynchronous: "normal"})
 	x := p.session(pawSay("You have many artifacts."), pawSay("Still many."))
 	var made []desk.Artifact
@@ -1151,6 +1163,7 @@ func pawTableCounts(t *testing.T, p *paw) map[string]int {
 // of a tool call) — no task table, no task row — and every message is
 // offered the same prompt and the same full tool set.
 func TestS_R_NoTaskObjectPerMessage(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	x := p.session(pawSay("first"), pawSay("plain answer"),
 		pawUse("write_file", map[string]any{"path": "/artifacts/out.md", "content": "# out"}), pawSay("wrote it"))
@@ -1232,6 +1245,7 @@ func TestS_R_NoTaskObjectPerMessage(t *testing.T) {
 // the workspace: every message of a session runs in the same /artifacts,
 // sees what earlier messages left there, and gets only its own scratch.
 func TestNotDoneIf_WorkspaceOwnedPerMessage(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	x := p.session(
 		pawAll(pawUse("write_file", map[string]any{"path": "/artifacts/shared.md", "content": "from message one"}),
@@ -1262,6 +1276,7 @@ func TestNotDoneIf_WorkspaceOwnedPerMessage(t *testing.T) {
 // TestNotDoneIf_SelectionAutoInspect: binding groups and capturing items
 // starts nothing: no queue row, no execution, no command, no lease.
 func TestNotDoneIf_SelectionAutoInspect(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	g, _ := p.group("captures", "one", "two")
 	x := p.session(pawSay("unused"))
@@ -1292,6 +1307,7 @@ func TestNotDoneIf_SelectionAutoInspect(t *testing.T) {
 // anywhere — no answer.md among the artifacts, in the actors' file areas,
 // the workspace's checkout or scratch.
 func TestNotDoneIf_AnswerFileForShow(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	x, _ := p.runScript("Explain recursion in one sentence.", pawSay("A function that calls itself on a smaller problem."))
 	if as := p.artifacts(x); len(as) != 0 {
@@ -1315,6 +1331,7 @@ func TestNotDoneIf_AnswerFileForShow(t *testing.T) {
 // turn and a plain question again, with the same one-field message body; a
 // body that tries to pick a mode is refused as an unknown field.
 func TestNotDoneIf_ChatVsRunModes(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	x := p.session(pawSay("chat answer"),
 		pawUse("write_file", map[string]any{"path": "/artifacts/run.md", "content": "ran"}), pawSay("ran"),
@@ -1341,6 +1358,7 @@ func TestNotDoneIf_ChatVsRunModes(t *testing.T) {
 // offers a readiness report, the prompt never asks for one, and a turn that
 // just answers completes.
 func TestNotDoneIf_ExecutionReadinessRequired(t *testing.T) {
+	apptest.Parallel(t)
 	for _, tool := range tools.All() {
 		if s := strings.ToLower(string(tool.Schema()) + tool.Description()); strings.Contains(s, "readiness") || strings.Contains(s, "ready") {
 			t.Fatalf("tool %s mentions readiness: %s", tool.Name(), tool.Schema())
@@ -1358,6 +1376,7 @@ func TestNotDoneIf_ExecutionReadinessRequired(t *testing.T) {
 // may call any tool — write an artifact, write scratch, run a command — with
 // no freeze, commit or plan before it.
 func TestNotDoneIf_ToolsNeedFreeze(t *testing.T) {
+	apptest.Parallel(t)
 	pawSandbox(t)
 	p := newPaw(t, app.Config{})
 	p.approvalMode(desk.ApprovalModeAutoReview)
@@ -1386,6 +1405,7 @@ func TestNotDoneIf_ToolsNeedFreeze(t *testing.T) {
 // TestNotDoneIf_ArtifactsDeletedPerTurn: an artifact stays through turns
 // that ignore it, a failed turn and an interrupted one.
 func TestNotDoneIf_ArtifactsDeletedPerTurn(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	x := p.session(
 		pawUse("write_file", map[string]any{"path": "/artifacts/keep.md", "content": "# keep"}), pawSay("made"),
@@ -1452,6 +1472,7 @@ func (p *paw) rescript(x desk.Session, steps ...pawStep) {
 // overwrite or edit an immutable artifact through any of its tools, not
 // even with a command; it may still delete an ordinary artifact when asked.
 func TestNotDoneIf_AgentDeletesImmutableArtifact(t *testing.T) {
+	apptest.Parallel(t)
 	pawSandbox(t)
 	p := newPaw(t, app.Config{})
 	p.approvalMode(desk.ApprovalModeAutoReview)
@@ -1509,6 +1530,7 @@ func TestNotDoneIf_AgentDeletesImmutableArtifact(t *testing.T) {
 // execution holds a file in its scratch, another session's agent cannot
 // reach it by guest path, escape, host path, command or listing.
 func TestNotDoneIf_SessionsOpenEachOthersScratch(t *testing.T) {
+	apptest.Parallel(t)
 	pawSandbox(t)
 	p := newPaw(t, app.Config{})
 	const secret = "SCRATCH-SECRET-77"
@@ -1582,6 +1604,7 @@ func TestNotDoneIf_SessionsOpenEachOthersScratch(t *testing.T) {
 // composed parts the agent package builds, plus the session's identity
 // (the only thing in it that differs from session to session).
 func TestNotDoneIf_SystemPromptScenarioPatches(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	g, _ := p.group("ctx", "something")
 	messages := []string{"What is 2+2?", "总结一下这页", "Make me a spreadsheet of Q1 revenue", "Search the web for desk runtimes"}
@@ -1618,6 +1641,7 @@ func TestNotDoneIf_SystemPromptScenarioPatches(t *testing.T) {
 // an XLSX and a PDF by their magic bytes — even under a misleading name —
 // and never hand their bytes to the model as text.
 func TestNotDoneIf_ZipPdfOpenedAsText(t *testing.T) {
+	apptest.Parallel(t)
 	p := newPaw(t, app.Config{})
 	g, _ := p.group("docs")
 	var pdfItem desk.Item

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/atomicfile"
 	"github.com/desk-runtime/desk/gc"
 	"github.com/desk-runtime/desk/layout"
@@ -22,6 +23,7 @@ import (
 // upload then completes and reads back byte-exact. Before, the sweep
 // deleted it, the upload answered 500 and left a row without bytes.
 func TestPeerStartupSweepKeepsAnUploadUnderWay(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	pr, pw := io.Pipe()
 	req, _ := http.NewRequest("POST", w.Server.URL+"/v1/sessions/"+w.a.ID+"/artifacts?name=big.md", pr)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/store/postgres/pgtest"
 )
 
@@ -11,6 +12,7 @@ import (
 // Postgres store, so the server behaves the same on either store. It skips
 // with a message when DESK_TEST_POSTGRES is unset.
 func TestOnPostgres(t *testing.T) {
+	apptest.Parallel(t)
 	for name, fn := range map[string]func(*testing.T, app.Config){
 		"S_J_ArtifactSurvivesRestart":       testS_J_ArtifactSurvivesRestart,
 		"S_K_DeleteSessionDeletesArtifacts": testS_K_DeleteSessionDeletesArtifacts,

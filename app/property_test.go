@@ -15,6 +15,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/execution"
 )
 
@@ -125,6 +126,7 @@ func (q *queueModel) advance() {
 // and a simple model, and checks dispatch order, one writer per surface and
 // exactly-once delivery.
 func TestQueuePropertyModel(t *testing.T) {
+	apptest.Parallel(t)
 	// 30 random runs by default keep go test ./... quick; pass
 	// -rapid.checks=1000 for a longer search.
 	explicit := false

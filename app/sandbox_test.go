@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/app/apptest"
 )
 
 // commandFacts decodes the denial facts of a command record.
@@ -64,6 +65,7 @@ func probe(t *testing.T, url string, stop <-chan struct{}) (slowest time.Duratio
 // command is recorded as failed with facts.sandbox_denied and the limit
 // named; the server answers its health probe while each runs.
 func TestAgentSandboxBounds(t *testing.T) {
+	apptest.Parallel(t)
 	needSandbox(t)
 	w := newAgentWorld(t)
 	st := w.settings(map[string]any{"approval_mode": "auto-review", "sandbox": map[string]any{
@@ -124,6 +126,7 @@ func TestAgentSandboxBounds(t *testing.T) {
 // sandbox denials naming the path, and a command that fails inside them
 // is an ordinary failure.
 func TestAgentSandboxWallDenials(t *testing.T) {
+	apptest.Parallel(t)
 	needSandbox(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"approval_mode": "auto-review"})
@@ -142,6 +145,7 @@ func TestAgentSandboxWallDenials(t *testing.T) {
 // TestAgentSandboxSettingsRefused: a limit below its minimum is refused
 // and the stored settings stay as they were.
 func TestAgentSandboxSettingsRefused(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"sandbox": map[string]any{"cpu_seconds": 30}})
 	w.Must(400, "PATCH", "/v1/workspaces/"+w.ws.ID+"/agent", map[string]any{"sandbox": map[string]any{"memory_bytes": 1024, "cpu_seconds": 5}}, nil)

@@ -13,6 +13,7 @@ import (
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
+	"github.com/desk-runtime/desk/internal/testwait"
 )
 
 // editWorkspaceRow rewrites the workspaces row of an export, as someone
@@ -64,6 +65,7 @@ func importLeftNothing(t *testing.T, e *apptest.Env, ws string) {
 // importing desk's home. Before the fix the import was accepted and an
 // actor's token read DESK_HOME/admin.token through the guest file route.
 func TestImportCannotExposeAdminToken(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	exported := w.Must(200, "GET", "/v1/workspaces/"+w.ws.ID+"/export", nil, nil).Body
 	e2 := apptest.Start(t, app.Config{})
@@ -98,6 +100,7 @@ func TestImportCannotExposeAdminToken(t *testing.T) {
 // message and leaves nothing behind. Accepted values arrive as PATCH
 // would store them (host paths pinned to this host's directories).
 func TestImportValidatesSettings(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	w.mustUpload("/big.bin", bytes.Repeat([]byte("x"), 4000))
 	exported := w.Must(200, "GET", "/v1/workspaces/"+w.ws.ID+"/export", nil, nil).Body
@@ -204,6 +207,7 @@ func TestImportValidatesSettings(t *testing.T) {
 // DESK_HOME (before the fix: 200 with the admin token), or by another
 // directory, answers 403 and logs a warning; put back, it works again.
 func TestHostPathSwapRefused(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	_, tok := w.newActor("alice")
 	var ses desk.Session
@@ -267,6 +271,7 @@ func TestHostPathSwapRefused(t *testing.T) {
 // TestHostPathSystemTrees: /proc, /sys, /dev and /etc (and below) are
 // never host paths.
 func TestHostPathSystemTrees(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	for _, p := range []string{"/proc", "/sys", "/dev", "/etc", "/proc/self", "/etc/ssl"} {
 		if _, err := os.Stat(p); err != nil {
@@ -284,6 +289,7 @@ func TestHostPathSystemTrees(t *testing.T) {
 // cannot reach one at all; the admin token and the session's own human
 // actor can.
 func TestBlockReleaseIsUserSide(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t, func(c *app.Config) { c.Execution.TakeoverIdle = time.Hour })
 	var bot struct {
 		Actor desk.Actor
@@ -358,6 +364,7 @@ func TestBlockReleaseIsUserSide(t *testing.T) {
 // waits for the user side's approval; the agent's own token cannot give
 // it, another actor's cannot reach it, the admin token can.
 func TestTakeoverApprovalIsUserSide(t *testing.T) {
+	apptest.Parallel(t)
 	w := newExecWorld(t, func(c *app.Config) { c.Execution.TakeoverIdle = time.Hour })
 	var bot, human struct {
 		Actor desk.Actor
@@ -385,10 +392,10 @@ func TestTakeoverApprovalIsUserSide(t *testing.T) {
 	if r := approve(aliceTok); r.Status != 404 {
 		t.Fatalf("another actor approves the held row = %d %s; want 404", r.Status, r.Body)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if it := w.item(bs.ID, held.Item.ID); it.Status != desk.QueueStatusQueued || it.Approved {
-		t.Fatalf("a refused approval let the row go: %+v", it)
-	}
+	testwait.Never(t, 200*time.Millisecond, func() bool {
+		it := w.item(bs.ID, held.Item.ID)
+		return it.Status != desk.QueueStatusQueued || it.Approved
+	}, "a refused approval to let the row go")
 	w.Must(200, "POST", "/v1/sessions/"+bs.ID+"/queue/"+held.Item.ID+"/approve", nil, nil)
 	waitFor(t, "the approved row", func() bool { return w.item(bs.ID, held.Item.ID).Status == desk.QueueStatusDelivered })
 }

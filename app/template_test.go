@@ -18,6 +18,7 @@ import (
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/checkout"
+	"github.com/desk-runtime/desk/internal/testwait"
 	"github.com/desk-runtime/desk/store/postgres/pgtest"
 	"github.com/desk-runtime/desk/template"
 )
@@ -161,6 +162,7 @@ func TestTemplateUpgradeOverHTTP(t *testing.T) { testTemplateUpgradeOverHTTP(t, 
 // TestTemplatesAndAbsorbOnPostgres runs the same journeys on the Postgres
 // store (skipped without DESK_TEST_POSTGRES).
 func TestTemplatesAndAbsorbOnPostgres(t *testing.T) {
+	apptest.Parallel(t)
 	t.Run("TemplateUpgrade", func(t *testing.T) { testTemplateUpgradeOverHTTP(t, app.Config{Postgres: pgtest.DSN(t)}) })
 	t.Run("Absorb", func(t *testing.T) { testAbsorbOverHTTP(t, app.Config{Postgres: pgtest.DSN(t)}) })
 }
@@ -237,6 +239,7 @@ func testTemplateUpgradeOverHTTP(t *testing.T, cfg app.Config) {
 // index and a held guard each answer 409 and change nothing; a checkout
 // that is a git repository gets a commit.
 func TestTemplateUpgradeRefusals(t *testing.T) {
+	apptest.Parallel(t)
 	e := apptest.Start(t, app.Config{})
 	w := templatedWorkspace(e)
 	dir := checkoutPath(e, w.ID, "")
@@ -312,10 +315,7 @@ func TestTemplateUpgradeRefusals(t *testing.T) {
 		return q.Items[0].Status
 	}
 	e.App.Exec.Wake()
-	time.Sleep(300 * time.Millisecond)
-	if st := queued(); st != "queued" {
-		t.Fatalf("a message sent while the workspace was leased is %s, want queued", st)
-	}
+	testwait.Never(t, 300*time.Millisecond, func() bool { return queued() != "queued" }, "a message sent while the workspace was leased to leave the queue")
 	release()
 	waitFor(t, "the held message to run once the lease is released", func() bool { return queued() == "delivered" })
 	if r.Status != 409 || !strings.Contains(r.ErrorMessage(), "workspace "+w.ID+" is busy with template-upgrade") {
@@ -346,6 +346,7 @@ func TestTemplateUpgradeRefusals(t *testing.T) {
 // the next start undoes the half-applied upgrade, and a further start
 // changes nothing.
 func TestTemplateUpgradeCrashRecovery(t *testing.T) {
+	apptest.Parallel(t)
 	var crash atomic.Bool
 	var n atomic.Int32
 	cfg := app.Config{Templates: template.Options{Hook: func(step string) error {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/app/apptest"
 )
 
 // Handler threads black-box through HTTP (issue 12): script sessions
@@ -122,6 +123,7 @@ func (w *world) threadFixture(t *testing.T) (ses, thr string) {
 // earlier message and an isolated one's does not, and a user message to a
 // handler is answered in that thread. Every read is an HTTP route.
 func TestThreadsHTTP(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*agentWait)
 	defer cancel()
@@ -367,6 +369,7 @@ func TestThreadsHTTP(t *testing.T) {
 // and gets, for another actor's session's threads, exactly the answer it
 // gets for that session; unknown ids are 404s that name them.
 func TestThreadsHTTPScoping(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	ses, thr := w.threadFixture(t)
 	_, bob := w.newActor("bob")
@@ -426,6 +429,7 @@ func TestThreadsHTTPScoping(t *testing.T) {
 // execution all belong to the handler surface, and the orchestrator's
 // transcript, queue and executions are untouched by them.
 func TestThreadsDirectConversation(t *testing.T) {
+	apptest.Parallel(t)
 	needSandbox(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"approval_mode": "user"})
@@ -608,6 +612,7 @@ func (w *world) toolTexts(srf string) []desk.Message {
 // tool result that names the problem, with nothing created: no thread, no
 // group, no queue row, no episode, no notification.
 func TestThreadsBadInput(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	// Session A: one thread whose first report is empty.
 	var a desk.Session
@@ -713,6 +718,7 @@ func TestThreadsBadInput(t *testing.T) {
 // threads, groups and episodes, and the imported handler thread goes on
 // answering from its script where it left off.
 func TestThreadsExportImport(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	var x desk.Session
 	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"model": "script", "script": map[string]any{

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/app/apptest"
 )
 
 // TestThreadsEndToEnd: an orchestrator starts two handlers in one group
@@ -14,6 +15,7 @@ import (
 // notification per episode and its turns see the episode bodies; wrong-
 // surface calls are refused as tool results.
 func TestThreadsEndToEnd(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	var x desk.Session
 	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"model": "script", "script": map[string]any{

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/app/apptest"
 )
 
 // TestAgentBadToolArguments: through the whole loop, a model call whose
@@ -15,6 +16,7 @@ import (
 // back to the model as a BAD_INPUT tool result naming the field; nobody
 // is asked to approve it, nothing is written, and the turn goes on.
 func TestAgentBadToolArguments(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	x := w.script(
 		calls(

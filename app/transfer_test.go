@@ -120,6 +120,7 @@ func richWorld(t *testing.T, w *world) string {
 // TestExportContents: what an export carries, what it never does, and that
 // it is deterministic and readable by GNU tar.
 func TestExportContents(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	tok := richWorld(t, w)
 	u := "/v1/workspaces/" + w.ws.ID + "/export"
@@ -301,6 +302,7 @@ func mapsEqual(a, b map[string]string) bool {
 // TestImportRefusesUnsafeArchives: tar-slip and friends are refused with
 // nothing left behind.
 func TestImportRefusesUnsafeArchives(t *testing.T) {
+	apptest.Parallel(t)
 	src := newWorld(t)
 	good := src.Must(200, "GET", "/v1/workspaces/"+src.ws.ID+"/export", nil, nil).Body
 	base := tarEntries(t, good)
@@ -393,6 +395,7 @@ func TestImportRefusesUnsafeArchives(t *testing.T) {
 // TestExportAcrossStores: an export from SQLite imports into Postgres and
 // exports again to the same bytes.
 func TestExportAcrossStores(t *testing.T) {
+	apptest.Parallel(t)
 	dsn := pgtest.DSN(t)
 	w := newWorld(t)
 	richWorld(t, w)
@@ -407,6 +410,7 @@ func TestExportAcrossStores(t *testing.T) {
 // TestImportRecovery: a tree renamed into place whose rows never arrived
 // is removed at startup; one whose rows arrived keeps its files.
 func TestImportRecovery(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	ex := w.Must(200, "GET", "/v1/workspaces/"+w.ws.ID+"/export", nil, nil).Body
 	e := apptest.Start(t, app.Config{})
@@ -443,6 +447,7 @@ func hostname() string {
 // events of its own, so the imported ledger gets fresh seqs above them,
 // in the exported order.
 func TestImportCarriesConversations(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	var c desk.Session
 	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"title": "chat", "model": "script",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/internal/npmbin"
 	"github.com/desk-runtime/desk/layout"
 )
@@ -51,6 +52,7 @@ func (w *agentWorld) snippetArtifact(x desk.Session, c *desk.Command) string {
 // with a type error is refused with structured diagnostics before anyone
 // is asked to approve it, is not run, and is kept as an artifact.
 func TestTypeScriptTypeErrorRefused(t *testing.T) {
+	apptest.Parallel(t)
 	needSandbox(t)
 	w := tsWorld(t)
 	w.settings(map[string]any{"approval_mode": "user"})
@@ -96,6 +98,7 @@ func TestTypeScriptTypeErrorRefused(t *testing.T) {
 // identity variables, the primary working directory) and its output
 // comes back as exec_command's does. A denied one never runs.
 func TestTypeScriptRunsInSandbox(t *testing.T) {
+	apptest.Parallel(t)
 	needSandbox(t)
 	w := tsWorld(t)
 	w.settings(map[string]any{"approval_mode": "user"})
@@ -150,6 +153,7 @@ console.error("to stderr");
 // command: one that floods its output past the workspace's output limit
 // is stopped and recorded as a sandbox denial naming the limit.
 func TestTypeScriptSandboxBounds(t *testing.T) {
+	apptest.Parallel(t)
 	needSandbox(t)
 	w := tsWorld(t)
 	w.settings(map[string]any{"approval_mode": "auto-review", "sandbox": map[string]any{"output_bytes": 65536}})
@@ -171,6 +175,7 @@ func TestTypeScriptSandboxBounds(t *testing.T) {
 // declared, the context view and list_extensions say why, and a call to
 // it anyway answers NOT_CONFIGURED.
 func TestTypeScriptAbsentWithoutCompiler(t *testing.T) {
+	apptest.Parallel(t)
 	missing := filepath.Join(t.TempDir(), "no-such", "tsc")
 	w := newAgentWorld(t, func(c *app.Config) { c.TSC = missing })
 	x := w.script(calls(tc("list_extensions", map[string]any{})), calls(snippet("console.log(1)")), says("none"))
@@ -214,6 +219,7 @@ func absentReason(v any, name string) string {
 // on the host without a gate or a sandbox (said so in its result), after
 // the same typecheck.
 func TestTypeScriptFullAccess(t *testing.T) {
+	apptest.Parallel(t)
 	w := tsWorld(t)
 	w.settings(map[string]any{"approval_mode": "full-access"})
 	code := "const proc: any = (globalThis as any).process;\nconsole.log(proc.cwd() === proc.env.DESK_SCRATCH, proc.env.DESK_SESSION_ID);\n"
@@ -240,6 +246,7 @@ func TestTypeScriptFullAccess(t *testing.T) {
 // only the snippet, the compiler and the typings. list_extensions names
 // the typings.
 func TestTypeScriptNodeTypings(t *testing.T) {
+	apptest.Parallel(t)
 	needSandbox(t)
 	w := tsWorld(t)
 	w.settings(map[string]any{"approval_mode": "auto-review"})

@@ -11,6 +11,7 @@ import (
 	"github.com/desk-runtime/desk/agent"
 	"github.com/desk-runtime/desk/agent/provider"
 	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/app/apptest"
 )
 
 // usageOf is a script step's usage.
@@ -46,6 +47,7 @@ func (w *agentWorld) activeBlocks(ses string) []desk.Block {
 // the usage; raising the budget releases the block and the held-back turn
 // runs.
 func TestUsageAndBudget(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	// Bad budgets are refused, naming the field, and change nothing.
 	for _, bad := range []any{-1, "lots", 1.5} {
@@ -152,6 +154,7 @@ func (w *agentWorld) send2(ses, text string) desk.SubmitResult {
 // (another's session is not found, the workspace sum covers its own
 // sessions), and the workspace's budget figures.
 func TestUsageActorScope(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"token_budget": 100000})
 	x := w.script(usageOf(says("admin's"), 700, 7, 0))
@@ -216,6 +219,7 @@ func (p *reporting) Stream(ctx context.Context, req provider.Request, fn func(pr
 // TestUsageCountsReviewAndTitleCalls: the auto-review call is the turn's
 // (on the execution), the title call the session's; both count.
 func TestUsageCountsReviewAndTitleCalls(t *testing.T) {
+	apptest.Parallel(t)
 	model := &reporting{}
 	w := newAgentWorld(t, func(c *app.Config) {
 		c.Agent.Providers = func(provider.Spec) (provider.Provider, error) { return model, nil }

@@ -142,6 +142,7 @@ func testWorktreeBinding(t *testing.T, mode string) {
 // TestWorktreeNotGit: a checkout that is not a git repository has no
 // branch to show and no worktrees to bind.
 func TestWorktreeNotGit(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	if g := w.getSession(w.a.ID).Git; g != nil {
 		t.Fatalf("git of a plain checkout: %+v", g)
@@ -160,6 +161,7 @@ func TestWorktreeNotGit(t *testing.T) {
 // and the thread's own row (GET /v1/threads/{thr}, the thread list, the
 // web thread page) shows that branch, following the session's binding.
 func TestWorktreeThread(t *testing.T) {
+	apptest.Parallel(t)
 	w := newAgentWorld(t)
 	w.settings(map[string]any{"approval_mode": "full-access"})
 	co := w.App.Home.Abs(w.ws.ID, layout.CheckoutDir)
@@ -229,6 +231,7 @@ func TestWorktreeThread(t *testing.T) {
 // with the checkout's git directory at its new place, so git works in it
 // on the second desk and knows nothing of the first one's paths.
 func TestWorktreeExportImport(t *testing.T) {
+	apptest.Parallel(t)
 	w, x, oldWT := worktreeWithWIP(t)
 	exported := w.Must(200, "GET", "/v1/workspaces/"+w.ws.ID+"/export", nil, nil).Body
 
@@ -273,6 +276,7 @@ func TestWorktreeExportImport(t *testing.T) {
 // to, beside the checkout's; a restore brings the worktree back where git
 // finds it again.
 func TestWorktreeOffboardHandoff(t *testing.T) {
+	apptest.Parallel(t)
 	w, _, wt := worktreeWithWIP(t)
 	w.Must(200, "POST", "/v1/workspaces/"+w.ws.ID+"/offboard", map[string]any{"reason": "done"}, nil)
 	h, err := os.ReadFile(filepath.Join(w.App.Home.Departed(w.ws.ID), lifecycle.HandoffFile))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/applog"
+	"github.com/desk-runtime/desk/internal/testwait"
 	"github.com/desk-runtime/desk/store/sqlite"
 	"github.com/desk-runtime/desk/store/sqlstore"
 )
@@ -112,17 +113,13 @@ func receive(t *testing.T, sub *applog.Subscription, n int) []*desk.LogEntry {
 // precise enough for one package).
 func noServiceGoroutines(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		buf := make([]byte, 1<<20)
+	var buf []byte
+	if !testwait.Poll(5*time.Second, func() bool {
+		buf = make([]byte, 1<<20)
 		buf = buf[:runtime.Stack(buf, true)]
-		if !bytes.Contains(buf, []byte("desk/applog.")) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("applog goroutines outlived Close:\n%s", buf)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return !bytes.Contains(buf, []byte("desk/applog."))
+	}) {
+		t.Fatalf("applog goroutines outlived Close:\n%s", buf)
 	}
 }
 
@@ -131,6 +128,7 @@ func noServiceGoroutines(t *testing.T) {
 // configured secrets, and checks that none reaches the store, a live
 // subscriber or the next handler, while an ordinary path stays readable.
 func TestRedactionNeverStoredOrDelivered(t *testing.T) {
+	t.Parallel()
 	var next bytes.Buffer
 	var nextMu sync.Mutex
 	svc := open(t, tempStore(t), applog.Options{
@@ -205,6 +203,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // TestHandlerShape checks the mapping from slog records to entries: levels,
 // flattened groups, lifted ids and component, and value kinds.
 func TestHandlerShape(t *testing.T) {
+	t.Parallel()
 	svc := open(t, tempStore(t), applog.Options{Level: slog.LevelDebug})
 	log := svc.Logger("session").With("workspace_id", "ws_1", slog.Group("cfg", "mode", "fast"))
 	log.Debug("d")
@@ -259,6 +258,7 @@ type lazy struct{ v string }
 func (l lazy) LogValue() slog.Value { return slog.StringValue(l.v) }
 
 func TestLevelThreshold(t *testing.T) {
+	t.Parallel()
 	var next bytes.Buffer
 	svc := open(t, tempStore(t), applog.Options{Next: slog.NewTextHandler(&next, &slog.HandlerOptions{Level: slog.LevelDebug})})
 	log := svc.Logger("x")
@@ -276,6 +276,7 @@ func TestLevelThreshold(t *testing.T) {
 // TestSeqMonotonicAfterReopen: seqs keep growing across a restart and after
 // retention deleted everything.
 func TestSeqMonotonicAfterReopen(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "desk.db")
 	store := openStore(t, path)
 	svc := applog.New(store, applog.Options{})
@@ -295,7 +296,9 @@ func TestSeqMonotonicAfterReopen(t *testing.T) {
 	defer store.Close()
 	// Retention removes everything before the restart's first write.
 	svc = applog.New(store, applog.Options{MaxAge: time.Nanosecond})
-	time.Sleep(time.Millisecond)
+	// The clock must have moved past the last entry's microsecond for a
+	// nanosecond's age to cover it.
+	testwait.Until(t, 5*time.Second, func() bool { return desk.Now().Truncate(time.Microsecond).After(before[2].At) }, "the clock to pass the last entry")
 	must(t, svc.Open(ctx))
 	if list := listAll(t, svc); len(list) != 0 {
 		t.Fatalf("retention on Open left %v", seqs(list))
@@ -309,6 +312,7 @@ func TestSeqMonotonicAfterReopen(t *testing.T) {
 }
 
 func TestRetentionByCount(t *testing.T) {
+	t.Parallel()
 	store := tempStore(t)
 	svc := open(t, store, applog.Options{MaxEntries: 5})
 	log := svc.Logger("a")
@@ -331,6 +335,7 @@ func TestRetentionByCount(t *testing.T) {
 }
 
 func TestRetentionByAge(t *testing.T) {
+	t.Parallel()
 	store := tempStore(t)
 	now := desk.Now()
 	must(t, store.AppendLogs(ctx, []*desk.LogEntry{
@@ -348,16 +353,13 @@ func TestRetentionByAge(t *testing.T) {
 	}
 	// Two hours later the background loop removes the rest.
 	clock.Add((2 * time.Hour).Microseconds())
-	deadline := time.Now().Add(5 * time.Second)
-	for len(listAll(t, svc)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("background retention kept %v", messages(listAll(t, svc)))
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.Poll(5*time.Second, func() bool { return len(listAll(t, svc)) == 0 }) {
+		t.Fatalf("background retention kept %v", messages(listAll(t, svc)))
 	}
 }
 
 func TestUnread(t *testing.T) {
+	t.Parallel()
 	svc := open(t, tempStore(t), applog.Options{Level: slog.LevelDebug})
 	log := svc.Logger("a")
 	wantUnread := func(viewer string, warn, errs int) *desk.LogUnread {
@@ -398,6 +400,7 @@ func TestUnread(t *testing.T) {
 }
 
 func TestFilters(t *testing.T) {
+	t.Parallel()
 	svc := open(t, tempStore(t), applog.Options{Level: slog.LevelDebug})
 	svc.Logger("httpapi").Info("GET /v1/sessions 200", "workspace_id", "ws_a", "session_id", "ses_1")
 	svc.Logger("session").Warn("Slow Disk", "workspace_id", "ws_a", "session_id", "ses_2", "detail", "Needle")
@@ -459,6 +462,7 @@ func TestFilters(t *testing.T) {
 // TestLiveTailOrder: subscribers get stored entries in seq order, filtered,
 // and only after they are in the store.
 func TestLiveTailOrder(t *testing.T) {
+	t.Parallel()
 	store := tempStore(t)
 	svc := open(t, store, applog.Options{Level: slog.LevelDebug})
 	all, err := svc.Subscribe(ctx, desk.LogFilter{})
@@ -530,6 +534,7 @@ func TestLiveTailOrder(t *testing.T) {
 // TestSlowSubscriber: a subscriber that does not read is cut off with
 // ErrLagged instead of holding up the writer, and Tail hides such lags.
 func TestSlowSubscriber(t *testing.T) {
+	t.Parallel()
 	svc := open(t, tempStore(t), applog.Options{SubscriberBuffer: 4})
 	sub, err := svc.Subscribe(ctx, desk.LogFilter{})
 	must(t, err)
@@ -555,6 +560,8 @@ func TestSlowSubscriber(t *testing.T) {
 	tailErr := make(chan error, 1)
 	go func() {
 		tailErr <- svc.Tail(tctx, desk.LogFilter{AfterSeq: from}, func(e *desk.LogEntry) error {
+			// A slow reader on purpose: the writer must outrun it so
+			// the tail lags and resumes.
 			time.Sleep(200 * time.Microsecond)
 			mu.Lock()
 			tailed = append(tailed, e.Seq)
@@ -569,24 +576,21 @@ func TestSlowSubscriber(t *testing.T) {
 		svc.Logger("a").Info(fmt.Sprint("more ", i))
 		if i%10 == 9 {
 			must(t, svc.Flush(ctx))
+			// Pacing on purpose: a pause between bursts lets the slow
+			// tail catch up partly, so it overlaps the live stream again.
 			time.Sleep(time.Millisecond)
 		}
 	}
 	must(t, svc.Flush(ctx))
 	last, err := svc.LastSeq(ctx)
 	must(t, err)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	tailedN := func() int {
 		mu.Lock()
-		n := len(tailed)
-		mu.Unlock()
-		if n >= more+2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tail received %d of %d entries", n, more+2)
-		}
-		time.Sleep(10 * time.Millisecond)
+		defer mu.Unlock()
+		return len(tailed)
+	}
+	if !testwait.Poll(20*time.Second, func() bool { return tailedN() >= more+2 }) {
+		t.Fatalf("tail received %d of %d entries", tailedN(), more+2)
 	}
 	cancel()
 	if err := <-tailErr; !errors.Is(err, context.Canceled) {
@@ -607,6 +611,7 @@ func TestSlowSubscriber(t *testing.T) {
 // TestQueueOverflow: a full queue sheds the oldest debug and info entries,
 // keeps warn and error ones, and records how many it dropped.
 func TestQueueOverflow(t *testing.T) {
+	t.Parallel()
 	store := tempStore(t)
 	svc := applog.New(store, applog.Options{Level: slog.LevelDebug, QueueSize: 10})
 	defer svc.Close(ctx)
@@ -707,6 +712,7 @@ func TestHandleNeverBlocks(t *testing.T) {
 // TestWriteFailureRetries: a failed write is retried with the same entries
 // and reported to the next handler.
 func TestWriteFailureRetries(t *testing.T) {
+	t.Parallel()
 	g := &gatedStore{AppLogStore: tempStore(t), gate: make(chan struct{}), entered: make(chan struct{})}
 	close(g.gate)
 	g.fail.Store(2)
@@ -715,16 +721,12 @@ func TestWriteFailureRetries(t *testing.T) {
 	svc := applog.New(g, applog.Options{Next: slog.NewTextHandler(lockedWriter{&mu, &next}, nil)})
 	must(t, svc.Open(ctx))
 	svc.Logger("a").Warn("eventually stored")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		list := listAll(t, svc)
-		if len(list) == 1 && list[0].Message == "eventually stored" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stored %v", messages(list))
-		}
-		time.Sleep(20 * time.Millisecond)
+	var list []*desk.LogEntry
+	if !testwait.Poll(10*time.Second, func() bool {
+		list = listAll(t, svc)
+		return len(list) == 1 && list[0].Message == "eventually stored"
+	}) {
+		t.Fatalf("stored %v", messages(list))
 	}
 	must(t, svc.Close(ctx))
 	mu.Lock()
@@ -776,6 +778,7 @@ func TestCloseFlushes(t *testing.T) {
 
 // TestSubscriptionContext: a subscription ends with its context.
 func TestSubscriptionContext(t *testing.T) {
+	t.Parallel()
 	svc := open(t, tempStore(t), applog.Options{})
 	sctx, cancel := context.WithCancel(ctx)
 	sub, err := svc.Subscribe(sctx, desk.LogFilter{})

@@ -21,6 +21,7 @@ var (
 )
 
 func TestRedactString(t *testing.T) {
+	t.Parallel()
 	r := applog.NewRedactor("correct-horse-battery", "p@ss word+1", "abc")
 	for _, c := range []struct{ in, want string }{
 		// Headers and bearer tokens.
@@ -78,6 +79,7 @@ func TestRedactString(t *testing.T) {
 }
 
 func TestSensitiveKey(t *testing.T) {
+	t.Parallel()
 	for _, k := range []string{"password", "Password", "db.password", "passwd", "apiKey", "api_key", "X-Api-Key",
 		"token", "access_token", "refreshToken", "secret", "client_secret", "Cookie", "Set-Cookie",
 		"headers.cookie", "Authorization", "auth", "credentials", "private_key", "password.length"} {
@@ -94,6 +96,7 @@ func TestSensitiveKey(t *testing.T) {
 }
 
 func TestRedactFields(t *testing.T) {
+	t.Parallel()
 	r := applog.NewRedactor("configured-secret-1")
 	in := map[string]any{
 		"apiKey":    "plain-looking-value",
@@ -123,6 +126,7 @@ func TestRedactFields(t *testing.T) {
 }
 
 func TestRedactAttr(t *testing.T) {
+	t.Parallel()
 	r := applog.NewRedactor()
 	var buf bytes.Buffer
 	h := slog.NewTextHandler(&buf, nil)

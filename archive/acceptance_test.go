@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/desk-runtime/desk/internal/testwait"
 )
 
 var (
@@ -270,7 +272,7 @@ func TestSeedAcceptance(t *testing.T) {
 			if i == 5 {
 				// Idle close and reopen, and a whole new Archive on the
 				// same home: still only appends.
-				time.Sleep(60 * time.Millisecond)
+				testwait.Until(t, 5*time.Second, func() bool { return e.a.Stats().Writers == 0 }, "the idle writer to close")
 				if err := e.a.Close(context.Background()); err != nil {
 					t.Fatal(err)
 				}

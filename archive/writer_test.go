@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/desk-runtime/desk/internal/testwait"
 	"github.com/desk-runtime/desk/layout"
 )
 
@@ -111,6 +112,7 @@ func TestIdleCloseAndOpenFileCap(t *testing.T) {
 			if n := int64(openFDsUnder(archiveDir)); n > maxFDs.Load() {
 				maxFDs.Store(n)
 			}
+			// The sampling rate of the descriptor count, on purpose.
 			time.Sleep(200 * time.Microsecond)
 		}
 	}()
@@ -143,16 +145,11 @@ func TestIdleCloseAndOpenFileCap(t *testing.T) {
 	if len(e.archiveFiles()) != 12 || e.a.Stats().Appended != 360 {
 		t.Fatalf("files %v, stats %+v", e.archiveFiles(), e.a.Stats())
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
+	if !testwait.Poll(3*time.Second, func() bool {
 		st := e.a.Stats()
-		if st.Writers == 0 && st.OpenFiles == 0 && openFDsUnder(archiveDir) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("idle writers did not go away: %+v", st)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return st.Writers == 0 && st.OpenFiles == 0 && openFDsUnder(archiveDir) == 0
+	}) {
+		t.Fatalf("idle writers did not go away: %+v", e.a.Stats())
 	}
 	// And they come back on demand.
 	e.append(&MessageInbound{Envelope: env0(t0, "ch", "conv00"), Text: "again"})
@@ -204,7 +201,8 @@ func TestCloseFlushesAndStopsEverything(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	time.Sleep(30 * time.Millisecond) // let the view updater run once
+	view := filepath.Join(home.Workspace(testWS), ViewsDir, "ch--c0.md")
+	testwait.Until(t, 5*time.Second, func() bool { _, err := os.Stat(view); return err == nil }, "the view updater to run once")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := a.Close(ctx); err != nil {
@@ -377,6 +375,8 @@ func TestCrashRecovery(t *testing.T) {
 			done <- ids
 		}()
 		<-first
+		// A random crash point after the first acknowledged write, on
+		// purpose: each round kills the child somewhere else.
 		time.Sleep(time.Duration(rng.IntN(25)) * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		ids := <-done

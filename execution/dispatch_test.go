@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/internal/testwait"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/store/sqlite"
 )
@@ -94,10 +95,7 @@ func TestWakeAsyncHandsOffTheClaim(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for ran.Load() < rows && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Poll(30*time.Second, func() bool { return ran.Load() >= rows })
 	if ran.Load() != rows {
 		t.Fatalf("%d of %d rows ran", ran.Load(), rows)
 	}
@@ -130,6 +128,7 @@ func TestWakeDuringCloseAddsNoDispatcher(t *testing.T) {
 				}
 			})
 		}
+		// On purpose: Close lands while the wakes above are in flight.
 		time.Sleep(time.Millisecond)
 		if err := s.Close(context.Background()); err != nil {
 			t.Fatal(err)

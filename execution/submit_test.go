@@ -129,6 +129,8 @@ func TestSubmitWaitsForInFlightClaim(t *testing.T) {
 		r.until = r.entered
 		go func() {
 			<-r.entered
+			// On purpose: the claim stays in flight while the submit
+			// looks, which must wait for it rather than answer early.
 			time.Sleep(200 * time.Millisecond)
 			close(r.gate)
 		}()

@@ -12,6 +12,7 @@ import (
 )
 
 func TestHandlerTransportStreamsAndStops(t *testing.T) {
+	t.Parallel()
 	stopped := make(chan struct{})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer close(stopped)
@@ -49,6 +50,7 @@ func TestHandlerTransportStreamsAndStops(t *testing.T) {
 }
 
 func TestHandlerTransportSurvivesAPanic(t *testing.T) {
+	t.Parallel()
 	h := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })
 	c := &http.Client{Transport: handlerTransport{h: h, logger: slog.New(slog.DiscardHandler)}}
 	resp, err := c.Post("http://desk.in-process/x", "text/plain", strings.NewReader("x"))

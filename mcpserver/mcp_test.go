@@ -15,6 +15,7 @@ import (
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/client"
+	"github.com/desk-runtime/desk/internal/testwait"
 	"github.com/desk-runtime/desk/mcpserver"
 	"github.com/desk-runtime/desk/sandbox"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -177,19 +178,14 @@ func text(res *sdk.CallToolResult) string {
 
 func script(steps ...map[string]any) map[string]any { return map[string]any{"steps": steps} }
 
-// eventually polls cond until it holds or a generous deadline passes.
+// eventually is testwait.Until with a generous deadline.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.Until(t, 60*time.Second, cond, what)
 }
 
 func TestEveryToolResourceAndPrompt(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	cs := w.connect(t, w.tokA)
 	ctx := context.Background()
@@ -401,8 +397,8 @@ func TestEveryToolResourceAndPrompt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(200 * time.Millisecond)
-		return slices.Contains(w.resourceUpdates(), artURI)
+		// Give this change's notification a moment before making another.
+		return testwait.Poll(time.Second, func() bool { return slices.Contains(w.resourceUpdates(), artURI) })
 	})
 	if err := cs.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: artURI}); err != nil {
 		t.Fatal(err)
@@ -480,6 +476,7 @@ func TestEveryToolResourceAndPrompt(t *testing.T) {
 }
 
 func TestSessionInterruptTool(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	cs := w.connect(t, w.tokA)
 	ctx := context.Background()
@@ -517,6 +514,7 @@ func TestSessionInterruptTool(t *testing.T) {
 // artifacts through MCP: the refusal is a tool error naming why, and the
 // resources are not found.
 func TestActorScoping(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	ctx := context.Background()
 	bs, err := w.clientB.CreateSession(ctx, w.ws, client.SessionCreate{Title: "bob's secret"})
@@ -589,6 +587,7 @@ func TestActorScoping(t *testing.T) {
 // Cancelling a waiting session_send interrupts exactly the execution it
 // waits for; another session's execution runs on.
 func TestCancellationInterruptsTheExactExecution(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	cs := w.connect(t, w.tokA)
 	ctx := context.Background()
@@ -652,6 +651,7 @@ func TestCancellationInterruptsTheExactExecution(t *testing.T) {
 }
 
 func TestStdio(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -680,6 +680,7 @@ func TestStdio(t *testing.T) {
 // Approvals and questions answered through MCP, as an agent host would
 // on its user's behalf.
 func TestApprovalAndQuestionAnswered(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	ctx := context.Background()
 	cs := w.connect(t, w.tokA)

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"github.com/desk-runtime/desk/app/apptest"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +17,7 @@ import (
 // error naming the allowed models; nothing is created and the URL
 // receives nothing.
 func TestSessionCreateUndeclaredModel(t *testing.T) {
+	apptest.Parallel(t)
 	var hits atomic.Int32
 	trap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer trap.Close()

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"github.com/desk-runtime/desk/app/apptest"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/client"
+	"github.com/desk-runtime/desk/internal/testwait"
 	"github.com/desk-runtime/desk/mcpserver"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -21,9 +23,11 @@ const ping = `{"jsonrpc":"2.0","id":2,"method":"ping"}`
 // idle session, on desk's real /mcp; the closed one answers 404 (so its
 // host opens a new one), the others and another token's keep working.
 //
-// Not parallel: apptest's goroutine-leak check is process-wide, so another
-// test's running desk would count as this one's leak.
+// Parallel through apptest.Parallel: goroutine leaks are checked once for
+// the package (TestMain), since a process-wide check per test would count
+// another test's running desk as this one's leak.
 func TestThe33rdSessionOfATokenEvictsItsLeastRecentlyUsed(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	var hs []http.Header
 	for range mcpserver.DefaultSessionsPerToken {
@@ -138,6 +142,7 @@ func (b *bubble) sessions() int {
 // affected; once the calls end, the least recently used idle session is
 // the one closed.
 func TestSessionCapRefusesWhenNoneIsIdle(t *testing.T) {
+	apptest.Parallel(t)
 	synctest.Test(t, func(t *testing.T) {
 		b := newBubble(t, 2)
 		s1, s2 := b.open("one"), b.open("one")
@@ -162,6 +167,7 @@ func TestSessionCapRefusesWhenNoneIsIdle(t *testing.T) {
 				t.Fatalf("blocked call: %d", c)
 			}
 		}
+		// The bubble's fake clock: s1's next use is now the later one.
 		time.Sleep(time.Second)
 		if c := b.ping("one", s1); c != 200 { // s2 is now the least recently used
 			t.Fatalf("ping s1: %d", c)
@@ -184,13 +190,14 @@ func TestSessionCapRefusesWhenNoneIsIdle(t *testing.T) {
 // A session that receives nothing for SessionTimeout (10 minutes) is
 // closed; one used meanwhile stays open.
 func TestIdleSessionsCloseAfterTenMinutes(t *testing.T) {
+	apptest.Parallel(t)
 	if mcpserver.SessionTimeout != 10*time.Minute {
 		t.Fatalf("SessionTimeout is %v, want 10m", mcpserver.SessionTimeout)
 	}
 	synctest.Test(t, func(t *testing.T) {
 		b := newBubble(t, 0)
 		idle, used := b.open("one"), b.open("one")
-		time.Sleep(9 * time.Minute)
+		time.Sleep(9 * time.Minute) // the bubble's fake clock
 		if c := b.ping("one", used); c != 200 {
 			t.Fatalf("ping: %d", c)
 		}
@@ -213,6 +220,7 @@ func TestIdleSessionsCloseAfterTenMinutes(t *testing.T) {
 // Two sessions subscribed to one resource share its follower; when the
 // session whose client runs it ends, the other keeps being notified.
 func TestSubscriptionOutlivesTheSessionThatStartedIt(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	ctx := context.Background()
 	ses, err := w.clientA.CreateSession(ctx, w.ws, client.SessionCreate{Title: "watched"})
@@ -242,7 +250,7 @@ func TestSubscriptionOutlivesTheSessionThatStartedIt(t *testing.T) {
 		if _, err := w.clientA.UpdateArtifact(ctx, ses.ID, art.ID, strings.NewReader("# two\n"), 6, "text/markdown"); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(200 * time.Millisecond)
-		return len(w.resourceUpdates()) > seen
+		// Give this change's notification a moment before making another.
+		return testwait.Poll(time.Second, func() bool { return len(w.resourceUpdates()) > seen })
 	})
 }

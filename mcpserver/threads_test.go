@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/desk-runtime/desk/app/apptest"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 // another actor's session and thread are tool errors naming why, with no
 // data; an episode id of another thread is refused by name.
 func TestThreadTools(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	ctx := context.Background()
 	scr, _ := json.Marshal(map[string]any{

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"github.com/desk-runtime/desk/app/apptest"
 	"io"
 	"net/http"
 	"strings"
@@ -99,6 +100,7 @@ func rawSession(t testing.TB, w *world, token string) http.Header {
 }
 
 func TestOriginAndToken(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	for _, origin := range []string{"http://evil.example.com", "https://localhost.evil.example", "null"} {
 		r := rawPost(t, w.mcpURL, w.tokA, http.Header{"Origin": {origin}}, initialize)
@@ -139,6 +141,7 @@ func TestOriginAndToken(t *testing.T) {
 // Bad input is answered with the JSON-RPC error of the right code, and the
 // session keeps serving.
 func TestBadInput(t *testing.T) {
+	apptest.Parallel(t)
 	w := newWorld(t)
 	h := rawSession(t, w, w.tokA)
 	ping := func() {

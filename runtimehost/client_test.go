@@ -23,6 +23,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/internal/testwait"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/runtimehost"
 	"github.com/desk-runtime/desk/runtimehost/acp"
@@ -202,15 +203,16 @@ func (a *scriptedAgent) do(ctx context.Context, ses sdk.SessionId, o op) outcome
 		return outcome{}
 	case "term_kill":
 		// Kill once it ran: its first output is there.
-		for {
+		var outErr error
+		if !testwait.Poll(30*time.Second, func() bool {
 			out, err := a.conn.TerminalOutput(ctx, sdk.TerminalOutputRequest{SessionId: ses, TerminalId: id})
-			if err != nil {
-				return failed(err)
-			}
-			if out.Output != "" {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
+			outErr = err
+			return err != nil || out.Output != ""
+		}) {
+			return failed(fmt.Errorf("terminal %s printed nothing in 30s", id))
+		}
+		if outErr != nil {
+			return failed(outErr)
 		}
 		if _, err := a.conn.KillTerminal(ctx, sdk.KillTerminalRequest{SessionId: ses, TerminalId: id}); err != nil {
 			return failed(err)
@@ -391,18 +393,13 @@ func TestACPTerminalDiesWithItsTurn(t *testing.T) {
 	st1, err := os.Stat(tick)
 	if err != nil {
 		// It may not have ticked yet when it was killed; it must not start.
-		time.Sleep(500 * time.Millisecond)
-		if _, err := os.Stat(tick); !os.IsNotExist(err) {
-			t.Fatalf("the terminal wrote after its turn ended")
-		}
+		testwait.Never(t, 500*time.Millisecond, func() bool { _, err := os.Stat(tick); return !os.IsNotExist(err) }, "the terminal to write after its turn ended")
 		return
 	}
-	time.Sleep(500 * time.Millisecond)
-	st2, err := os.Stat(tick)
-	must(t, err)
-	if st2.Size() > st1.Size()+2 {
-		t.Fatalf("the terminal outlived its turn: tick grew %d → %d", st1.Size(), st2.Size())
-	}
+	testwait.Never(t, 500*time.Millisecond, func() bool {
+		st2, err := os.Stat(tick)
+		return err != nil || st2.Size() > st1.Size()+2
+	}, "the terminal to outlive its turn (its tick file to grow or go)")
 	if h.Running() != 1 {
 		t.Fatalf("the agent itself should stay alive between turns; running %d", h.Running())
 	}

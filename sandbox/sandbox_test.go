@@ -24,6 +24,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/fsjail"
+	"github.com/desk-runtime/desk/internal/testwait"
 )
 
 const secret = "SECRET-other-session-5d1c"
@@ -269,10 +270,7 @@ func TestBubblewrapNetwork(t *testing.T) {
 	if !strings.Contains(on.Stdout, "connected") {
 		t.Errorf("network on: no connection (stdout %q, stderr %q)", on.Stdout, on.Stderr)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for accepted.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Poll(2*time.Second, func() bool { return accepted.Load() != 0 })
 	if accepted.Load() != 1 {
 		t.Errorf("network on: listener accepted %d connections, want 1", accepted.Load())
 	}
@@ -356,17 +354,9 @@ func alive(s string) []int {
 // kernel kills a PID namespace's processes as its init exits.
 func waitGone(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		pids := alive(s)
-		if len(pids) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("%q still running after the command ended: pids %v", s, pids)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	var pids []int
+	if !testwait.Poll(2*time.Second, func() bool { pids = alive(s); return len(pids) == 0 }) {
+		t.Errorf("%q still running after the command ended: pids %v", s, pids)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,7 +41,7 @@ func Start(t testing.TB, cfg app.Config) *Env {
 	if cfg.Home == "" {
 		cfg.Home = t.TempDir()
 	}
-	if _, seen := verified.LoadOrStore(t, true); !seen {
+	if _, seen := verified.LoadOrStore(t, true); !seen && parallel.Load() == 0 {
 		// Registered before the first desk's own cleanup, so it runs after
 		// every desk of the test stopped (cleanups run last-in first-out).
 		opts := leaktest.Options(goleak.IgnoreCurrent())
@@ -63,6 +64,23 @@ func Start(t testing.TB, cfg app.Config) *Env {
 
 // verified holds the tests whose leak check is registered.
 var verified sync.Map
+
+// parallel counts the tests that called Parallel and have not ended.
+var parallel atomic.Int32
+
+// Parallel marks t as a test that owns its state and runs in parallel
+// with others (t.Parallel). goleak sees the whole process, so while
+// parallel tests run, one test's check would count another's running desk
+// as its leak: their desks are checked instead by the package's TestMain
+// (leaktest.Main) once every test ended. Tests that run alone (every
+// top-level test that is not parallel runs before the parallel ones
+// start) keep the check of their own.
+func Parallel(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	parallel.Add(1)
+	t.Cleanup(func() { parallel.Add(-1) })
+}
 
 func (e *Env) open() {
 	e.T.Helper()
