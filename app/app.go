@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/desk-runtime/desk/blobs"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -62,6 +63,10 @@ import (
 type Config struct {
 	Home     string // DESK_HOME
 	Postgres string // DSN; SQLite in Home when empty
+	// Blobs is the blob store's URL (--blobs, DESK_BLOBS; see
+	// blobs.New): file:///dir or s3://BUCKET?...; empty means the
+	// directory Home/blobs.
+	Blobs string
 	// SQLiteSynchronous is "full" (default) or "normal"
 	// (DESK_SQLITE_SYNCHRONOUS); see sqlite.Options.
 	SQLiteSynchronous string
@@ -156,12 +161,14 @@ type App struct {
 	Workspaces desk.WorkspaceService
 	Sessions   *session.Service
 	Artifacts  *session.Artifacts
-	Selection  desk.SelectionService
-	Collector  *gc.Collector
-	Logs       *applog.Service
-	Archive    *archive.Archive
-	Exec       *execution.Service
-	Agent      *agent.Agent
+	// Blobs is the blob store Config.Blobs names, open while the app is.
+	Blobs     blobs.Blobs
+	Selection desk.SelectionService
+	Collector *gc.Collector
+	Logs      *applog.Service
+	Archive   *archive.Archive
+	Exec      *execution.Service
+	Agent     *agent.Agent
 	// Conversation owns a turn's records for both executors: the gate
 	// the agent and the runtime host wait on a person through, and the
 	// doors' decisions, answers and transcripts.
@@ -254,6 +261,12 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		return nil, fmt.Errorf("desk cannot start: %w", err)
 	}
 	home := layout.Home{Root: cfg.Home}
+	// A --blobs URL that does not parse or names an unknown scheme stops
+	// desk here, naming it, before anything is opened or changed.
+	blobStore, err := blobs.New(cfg.Blobs, filepath.Join(cfg.Home, "blobs"))
+	if err != nil {
+		return nil, fmt.Errorf("desk cannot start: --blobs/DESK_BLOBS: %w", err)
+	}
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("create home %s: %w", cfg.Home, err)
 	}
@@ -268,7 +281,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("DESK_ARCHIVE_TZ: %w", err)
 	}
-	a := &App{Config: cfg, Home: home, AdminToken: token, Models: catalog, LoginLinks: loginlink.New(token, cfg.LoginLinkTTL, cfg.LoginLinkClock)}
+	a := &App{Config: cfg, Home: home, AdminToken: token, Models: catalog, Blobs: blobStore, LoginLinks: loginlink.New(token, cfg.LoginLinkTTL, cfg.LoginLinkClock)}
 	defer func() {
 		if err != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CloseTimeout)
@@ -278,6 +291,11 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}()
 
 	if err := a.openStore(ctx); err != nil {
+		return nil, err
+	}
+	// An unreachable bucket or wrong credential fails startup, not the
+	// first upload.
+	if err := a.open(ctx, "blobs "+blobStore.String(), blobStore); err != nil {
 		return nil, err
 	}
 	if err := a.openLogs(ctx, loc); err != nil {

@@ -46,7 +46,7 @@ func servedWith(cmd *cobra.Command, bound, pg string, pid int) serveConfig {
 }
 
 func serveCmd(g *globals) *cobra.Command {
-	var addr, pg string
+	var addr, pg, blobURL string
 	var printLink bool
 	var bodyIdle, bodyTotal time.Duration
 	var bodyRate int64
@@ -58,7 +58,9 @@ func serveCmd(g *globals) *cobra.Command {
 		Long: `Run the desk server in the foreground until SIGINT or SIGTERM.
 
 Every flag has an environment equivalent: --home DESK_HOME, --addr DESK_ADDR,
---postgres DESK_POSTGRES (SQLite in DESK_HOME when unset). The admin token is
+--postgres DESK_POSTGRES (SQLite in DESK_HOME when unset), --blobs DESK_BLOBS
+(the blob store: file:///dir or s3://BUCKET?endpoint=...; DESK_HOME/blobs
+when unset; see docs/configuration.md). The admin token is
 DESK_ADMIN_TOKEN, or is generated once into DESK_HOME/admin.token (mode 0600).
 
 The agent: DESK_MODEL is the default model (openai:<model>,
@@ -78,6 +80,7 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 			home := firstNonEmpty(g.home, os.Getenv("DESK_HOME"), defaultHome())
 			addr = firstNonEmpty(addr, os.Getenv("DESK_ADDR"), defaultAddr)
 			pg = firstNonEmpty(pg, os.Getenv("DESK_POSTGRES"))
+			blobURL = firstNonEmpty(blobURL, os.Getenv("DESK_BLOBS"))
 			for _, lim := range []struct {
 				v   *int64
 				env string
@@ -146,7 +149,7 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			a, err := app.Open(ctx, app.Config{
-				Home: home, Postgres: pg, AdminToken: os.Getenv("DESK_ADMIN_TOKEN"),
+				Home: home, Postgres: pg, Blobs: blobURL, AdminToken: os.Getenv("DESK_ADMIN_TOKEN"),
 				MaxArtifactBytes: maxArtifact, ActorQuotaBytes: actorQuota, ImportMaxBytes: importMax, ImportMaxRatio: importRatio, BodyIdleTimeout: bodyIdle, BodyTimeout: bodyTotal, BodyMinRate: bodyRate, MaxConnsPerAddr: maxConns, ArchiveTZ: os.Getenv("DESK_ARCHIVE_TZ"),
 				SQLiteSynchronous: os.Getenv("DESK_SQLITE_SYNCHRONOUS"), Logger: log, Version: buildVersion(),
 				Model: os.Getenv("DESK_MODEL"), Models: models.Split(os.Getenv("DESK_MODELS")), Agent: ao, TSC: os.Getenv("DESK_TSC"),
@@ -210,6 +213,7 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "", "listen address (env DESK_ADDR; default "+defaultAddr+")")
+	cmd.Flags().StringVar(&blobURL, "blobs", "", "blob store URL (env DESK_BLOBS): file:///dir or s3://BUCKET?endpoint=...&use_path_style=true&region=...; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY; default DESK_HOME/blobs")
 	cmd.Flags().StringVar(&pg, "postgres", "", "Postgres DSN (env DESK_POSTGRES); SQLite in DESK_HOME when unset")
 	// desk start turns the link off: its output goes to desk.log, and the
 	// starting terminal asks for a link of its own instead.
