@@ -1485,6 +1485,77 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{ws}/routines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the workspace's routines the caller may see (the admin all, an actor its own). */
+        get: operations["get_workspaces_ws_routines"];
+        put?: never;
+        /** Create a routine: a prompt submitted on a schedule (cron with a time zone, or @every) to a session or to a new session per run. */
+        post: operations["post_workspaces_ws_routines"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{ws}/routines/{rtn}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a routine with its next run time. */
+        get: operations["get_workspaces_ws_routines_rtn"];
+        put?: never;
+        post?: never;
+        /** Delete a routine and its run history; runs already submitted go on. */
+        delete: operations["delete_workspaces_ws_routines_rtn"];
+        options?: never;
+        head?: never;
+        /** Change a routine: name, schedule, zone, prompt, overlap, pause (enabled false) or resume. */
+        patch: operations["patch_workspaces_ws_routines_rtn"];
+        trace?: never;
+    };
+    "/v1/workspaces/{ws}/routines/{rtn}/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run a routine now, by hand; the overlap policy holds (skip while a run is going). */
+        post: operations["post_workspaces_ws_routines_rtn_run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{ws}/routines/{rtn}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A routine's runs, newest first, with their outcome. */
+        get: operations["get_workspaces_ws_routines_rtn_runs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workspaces/{ws}/sessions": {
         parameters: {
             query?: never;
@@ -1701,11 +1772,19 @@ export interface components {
             command_id: string;
             /** Format: date-time */
             created_at: string;
+            /** @description Cwd is where a command runs. */
+            cwd?: string;
             /** Format: date-time */
             decided_at?: string;
             decided_by?: string;
+            /** @description Diff is the change of an edit, when the executor reports it. */
+            diff?: string;
             execution_id: string;
             id: string;
+            /** @description OptionID is the option chosen, once decided by one. */
+            option_id?: string;
+            /** @description Options are the executor's own answers, with their exact ids. */
+            options?: components["schemas"]["ApprovalOption"][];
             reason?: string;
             session_id: string;
             /** @enum {string} */
@@ -1713,11 +1792,16 @@ export interface components {
             /** @description the command or the write, shown to the person deciding */
             summary: string;
             tool: string;
+            /** @description What is the command line as a person reads it, or the file an edit changes; never the executor's JSON. */
+            what?: string;
+            /** @description Why is the executor's reason for asking. */
+            why?: string;
         };
         /** @description ApprovalDecision decides an approval request. */
         ApprovalDecision: {
             /** @enum {string} */
-            decision: "approve" | "deny";
+            decision?: "approve" | "deny";
+            option_id?: string;
             /** @description ignored: provenance is stamped by the server from the token */
             origin?: unknown;
             reason?: string;
@@ -1725,6 +1809,16 @@ export interface components {
         /** @description ApprovalList lists approval requests. */
         ApprovalList: {
             approvals: components["schemas"]["Approval"][];
+        };
+        /** @description ApprovalOption is one answer an executor offers to an approval. */
+        ApprovalOption: {
+            id: string;
+            /**
+             * @description allow_once, allow_always, reject_once or reject_always
+             * @enum {string}
+             */
+            kind: "allow_once" | "allow_always" | "reject_once" | "reject_always";
+            label: string;
         };
         /** @description ArchiveDays lists the days and files of a workspace's archive. */
         ArchiveDays: {
@@ -2499,7 +2593,7 @@ export interface components {
              * @description Kind says which door the record came through: OriginUser for a person or program calling the API, OriginAgent for a tool call of an execution, OriginSystem for desk itself.
              * @enum {string}
              */
-            kind: "user" | "agent" | "system";
+            kind: "user" | "agent" | "system" | "routine";
             session_id?: string;
             surface_id?: string;
             workspace_id: string;
@@ -2635,6 +2729,101 @@ export interface components {
             kind: string;
             /** @description where to reconstruct an unknown target */
             workspace_id?: string;
+        };
+        /** @description Routine is work a workspace starts on a schedule, without a person at the keyboard. */
+        Routine: {
+            /** @description Actor is the actor the runs act as (the creator's, or the workspace owner for the admin). */
+            actor: string;
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            id: string;
+            /** @description Model and Runtime choose the agent of a new session per run. */
+            model?: string;
+            name: string;
+            /**
+             * Format: date-time
+             * @description NextRunAt is when the schedule fires next; it is durable, so a restart neither loses nor repeats a tick.
+             */
+            next_run_at: string;
+            /** @enum {string} */
+            overlap: "skip" | "queue";
+            prompt: string;
+            runtime?: string;
+            /** @description Schedule is a five-field cron expression ("0 9 * * 1-5"), a descriptor ("@hourly") or an interval ("@every 30s"). */
+            schedule: string;
+            /** @description SessionID is the session every run submits to; empty means a new session per run, titled from TitleTemplate. */
+            session_id?: string;
+            /** @description TimeZone is the IANA zone a cron expression is read in; UTC when empty. */
+            time_zone?: string;
+            title_template?: string;
+            /** Format: date-time */
+            updated_at: string;
+            workspace_id: string;
+        };
+        /** @description RoutineCreate is the body of POST /v1/workspaces/{ws}/routines. */
+        RoutineCreate: {
+            /** @description Enabled defaults to true. */
+            enabled?: boolean;
+            model?: string;
+            name: string;
+            /** @description ignored: provenance is stamped by the server from the token */
+            origin?: unknown;
+            /**
+             * @description Overlap defaults to skip.
+             * @enum {string}
+             */
+            overlap?: "skip" | "queue";
+            prompt: string;
+            runtime?: string;
+            schedule: string;
+            session_id?: string;
+            time_zone?: string;
+            title_template?: string;
+        };
+        /** @description RoutineList lists a workspace's routines. */
+        RoutineList: {
+            routines: components["schemas"]["Routine"][];
+        };
+        /** @description RoutineRun is one firing of a routine. */
+        RoutineRun: {
+            error?: string;
+            execution_id?: string;
+            /** Format: date-time */
+            finished_at?: string;
+            id: string;
+            queue_item_id?: string;
+            routine_id: string;
+            /**
+             * Format: date-time
+             * @description ScheduledFor is the tick this run belongs to (the claim time for a manual run).
+             */
+            scheduled_for: string;
+            session_id?: string;
+            /** Format: date-time */
+            started_at: string;
+            /** @enum {string} */
+            status: "running" | "succeeded" | "failed" | "cancelled" | "skipped";
+            /** @enum {string} */
+            trigger: "schedule" | "manual";
+            workspace_id: string;
+        };
+        /** @description RoutineRunList lists a routine's runs, newest first. */
+        RoutineRunList: {
+            runs: components["schemas"]["RoutineRun"][];
+        };
+        /** @description RoutineUpdate is the body of PATCH /v1/workspaces/{ws}/routines/{rtn}: the fields it names change, the others stay. */
+        RoutineUpdate: {
+            enabled?: boolean;
+            name?: string;
+            /** @description ignored: provenance is stamped by the server from the token */
+            origin?: unknown;
+            /** @enum {string} */
+            overlap?: "skip" | "queue";
+            prompt?: string;
+            schedule?: string;
+            time_zone?: string;
+            title_template?: string;
         };
         /** @description Runtime is an external agent an operator declared: desk's runtime host starts Argv inside a session's sandbox and speaks Protocol over its stdio. */
         Runtime: {
@@ -6590,6 +6779,249 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LifecycleResult"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_workspaces_ws_routines: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description workspace id (ws_…) */
+                ws: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoutineList"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_workspaces_ws_routines: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description workspace id (ws_…) */
+                ws: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RoutineCreate"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Routine"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_workspaces_ws_routines_rtn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description workspace id (ws_…) */
+                ws: string;
+                /** @description routine id (rtn_…) */
+                rtn: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Routine"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_workspaces_ws_routines_rtn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description workspace id (ws_…) */
+                ws: string;
+                /** @description routine id (rtn_…) */
+                rtn: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patch_workspaces_ws_routines_rtn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description workspace id (ws_…) */
+                ws: string;
+                /** @description routine id (rtn_…) */
+                rtn: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RoutineUpdate"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Routine"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_workspaces_ws_routines_rtn_run: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description workspace id (ws_…) */
+                ws: string;
+                /** @description routine id (rtn_…) */
+                rtn: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoutineRun"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_workspaces_ws_routines_rtn_runs: {
+        parameters: {
+            query?: {
+                /** @description page size (default 100, at most 500) */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description workspace id (ws_…) */
+                ws: string;
+                /** @description routine id (rtn_…) */
+                rtn: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoutineRunList"];
                 };
             };
             /** @description An error; see the code for what went wrong. */
