@@ -68,6 +68,8 @@ type ConversationService interface {
 	InputRequests(ctx context.Context, sessionID string) ([]*InputRequest, error)
 	AnswerInput(ctx context.Context, id string, answers map[string]string) (*InputRequest, *SubmitResult, error)
 	DecidePlan(ctx context.Context, id, decision, notes string) (*Plan, error)
+	// Plan is one plan card, visible exactly when its session is.
+	Plan(ctx context.Context, id string) (*Plan, error)
 	// Handler threads, their groups and episodes, visible exactly when
 	// their session is.
 	Thread(ctx context.Context, id string) (*Thread, error)

@@ -237,6 +237,19 @@ func (s *Service) DecidePlan(ctx context.Context, id, decision, notes string) (*
 	return out, nil
 }
 
+// Plan is one plan card; a plan of a session the caller cannot see is
+// not found.
+func (s *Service) Plan(ctx context.Context, id string) (*desk.Plan, error) {
+	p, err := s.store.GetPlan(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.session(ctx, p.SessionID); err != nil {
+		return nil, desk.Errorf(desk.ENOTFOUND, "plan %s not found", id)
+	}
+	return p, nil
+}
+
 // Transcript is a surface's messages with tool calls folded into the
 // assistant messages that made them (tool-result messages are not listed:
 // their results are in the command records).

@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/httpapi/agui"
 )
 
 // component is one schema of the OpenAPI document's components: its name
@@ -50,6 +51,9 @@ var components = []component{
 	{"SandboxLimitsPatch", "agent", reflect.TypeFor[desk.SandboxLimitsPatch]()},
 	{"World", "agent", reflect.TypeFor[desk.World]()},
 	{"WorldGroup", "agent", reflect.TypeFor[desk.WorldGroup]()},
+	// agui.json
+	{"AGUIRunInput", "agui", reflect.TypeFor[agui.RunAgentInput]()},
+	{"AGUIEventStream", "agui", reflect.TypeFor[aguiEventStream]()},
 	// core.json
 	{"Actor", "core", reflect.TypeFor[desk.Actor]()},
 	{"ActorCreate", "core", reflect.TypeFor[desk.ActorCreate]()},
@@ -242,6 +246,10 @@ var enums = []enum{
 // eventStream is a text/event-stream response: frames of an id, an event
 // type and a JSON data line (an Event), so Last-Event-ID resumes.
 type eventStream string
+
+// aguiEventStream is AG-UI's text/event-stream response: each frame's data
+// is one AG-UI 1.0 event (validated against @ag-ui/core in the tests).
+type aguiEventStream string
 
 // ndjson is an application/x-ndjson response: one archive record a line,
 // as docs/archive.schema.json documents it.

@@ -158,6 +158,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agui": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run an agent turn over AG-UI. The body is AG-UI 1.0's RunAgentInput: threadId is the desk session, runId names the run (a repeated runId re-subscribes to the same run and submits nothing), and the newest user message is the turn's prompt; resume entries answer the interrupts an earlier run ended with (approvals, blocking questions). The answer is AG-UI's event stream: RUN_STARTED and a STATE_SNAPSHOT open every connection, then the execution's text and tool calls, ending with RUN_FINISHED (success, cancelled, or interrupt) or RUN_ERROR. Every event after the framing has an SSE id; Last-Event-ID continues after it. See docs/agui.md. */
+        post: operations["post_agui"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/approvals/{apr}": {
         parameters: {
             query?: never;
@@ -568,6 +585,23 @@ export interface paths {
         head?: never;
         /** Rename, pin, archive or mark a session unread; bind it to a git worktree. */
         patch: operations["patch_sessions_ses"];
+        trace?: never;
+    };
+    "/v1/sessions/{ses}/agui": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run an agent turn of this session over AG-UI; threadId must be the session. The body is AG-UI 1.0's RunAgentInput: threadId is the desk session, runId names the run (a repeated runId re-subscribes to the same run and submits nothing), and the newest user message is the turn's prompt; resume entries answer the interrupts an earlier run ended with (approvals, blocking questions). The answer is AG-UI's event stream: RUN_STARTED and a STATE_SNAPSHOT open every connection, then the execution's text and tool calls, ending with RUN_FINISHED (success, cancelled, or interrupt) or RUN_ERROR. Every event after the framing has an SSE id; Last-Event-ID continues after it. See docs/agui.md. */
+        post: operations["post_sessions_ses_agui"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/sessions/{ses}/approvals": {
@@ -1647,6 +1681,25 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description aguiEventStream is AG-UI's text/event-stream response: each frame's data is one AG-UI 1.0 event (validated against @ag-ui/core in the tests). */
+        AGUIEventStream: string;
+        /** @description RunAgentInput is AG-UI's request to run an agent. */
+        AGUIRunInput: {
+            context?: components["schemas"]["Ctx"][];
+            forwardedProps?: unknown;
+            messages: components["schemas"]["Msg"][];
+            /** @description ignored: provenance is stamped by the server from the token */
+            origin?: unknown;
+            parentRunId?: string;
+            protocolVersion?: string;
+            resume?: components["schemas"]["Resume"][];
+            /** @description RunID names the run; a repeated runId is the same run (its submit is not repeated), so a client can re-subscribe to it. */
+            runId: string;
+            state?: unknown;
+            /** @description ThreadID is the desk session the run belongs to. */
+            threadId: string;
+            tools?: components["schemas"]["Tool"][];
+        };
         /** @description AbsentTool is an optional tool that is not declared, and why. */
         AbsentTool: {
             name: string;
@@ -2013,6 +2066,11 @@ export interface components {
             tools: string[];
             world: components["schemas"]["World"];
             world_block: string;
+        };
+        /** @description Ctx is a named piece of ambient information for the run. */
+        Ctx: {
+            description: string;
+            value: string;
         };
         /** @description DeleteReport is what a delete removed, written as it goes; a failure part-way is reported in error after what was already deleted. */
         DeleteReport: {
@@ -2563,6 +2621,13 @@ export interface components {
             output_tokens: number;
             total_tokens: number;
         };
+        /** @description Msg is one message of the conversation the client holds. */
+        Msg: {
+            /** @description Content is a string or a list of content parts. */
+            content?: unknown;
+            id: string;
+            role: string;
+        };
         /** @description ndjson is an application/x-ndjson response: one archive record a line, as docs/archive.schema.json documents it. */
         NDJSON: string;
         /** @description OffboardInput is the input of Offboard. */
@@ -2729,6 +2794,16 @@ export interface components {
             kind: string;
             /** @description where to reconstruct an unknown target */
             workspace_id?: string;
+        };
+        /** @description Resume answers one interrupt of an earlier run. */
+        Resume: {
+            interruptId: string;
+            payload?: unknown;
+            /**
+             * @description Status is resolved or cancelled (a cancelled approval is denied).
+             * @enum {string}
+             */
+            status: "resolved" | "cancelled";
         };
         /** @description Routine is work a workspace starts on a schedule, without a person at the keyboard. */
         Routine: {
@@ -3050,6 +3125,12 @@ export interface components {
         /** @description ThreadList lists a session's handler threads. */
         ThreadList: {
             threads: components["schemas"]["Thread"][];
+        };
+        /** @description Tool is a frontend tool the client offers. */
+        Tool: {
+            description: string;
+            name: string;
+            parameters?: unknown;
         };
         /** @description UpgradeApply is the request to apply a plan. */
         UpgradeApply: {
@@ -3507,6 +3588,39 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ReclaimReport"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_agui: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AGUIRunInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AGUIEventStream"];
                 };
             };
             /** @description An error; see the code for what went wrong. */
@@ -4452,6 +4566,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_sessions_ses_agui: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description session id (ses_…) */
+                ses: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AGUIRunInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AGUIEventStream"];
                 };
             };
             /** @description An error; see the code for what went wrong. */
