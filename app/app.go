@@ -661,6 +661,11 @@ func (a *App) Serve(ctx context.Context, addr string, grace time.Duration, ready
 	if ready != nil {
 		ready(ln.Addr())
 	}
+	// desk's copy of the sandbox's /etc is built once serving, not before
+	// (it was most of the start-up time); the first command finds it made.
+	warmed := make(chan struct{})
+	go func() { defer close(warmed); sandbox.Warm() }()
+	defer func() { <-warmed }()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

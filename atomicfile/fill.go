@@ -1,6 +1,7 @@
 package atomicfile
 
 import (
+	"bytes"
 	"errors"
 	"hash"
 	"io"
@@ -18,6 +19,18 @@ func (e *WriteError) Unwrap() error { return e.Err }
 const (
 	fillChunk   = 1 << 20 // bytes per pipeline stage
 	fillBuffers = 4       // chunks in flight: bounds memory at 4 MiB per fill
+	// smallFill is what every fill reads first: a body that ends within
+	// it (most uploads) is written at once and never takes the 4 MiB ring.
+	smallFill = 64 << 10
+	// maxRings bounds the 4 MiB rings in use at once (64 MiB in all); a
+	// large fill beyond them waits for one, so concurrent uploads cannot
+	// grow memory without bound.
+	maxRings = 16
+)
+
+var (
+	smallPool = sync.Pool{New: func() any { b := make([]byte, smallFill); return &b }}
+	rings     = make(chan struct{}, maxRings)
 )
 
 // Fill does not hint the kernel to start writeback early
@@ -27,11 +40,47 @@ const (
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, fillChunk); return &b }}
 
 // Fill copies src into the temporary file and feeds every byte to h (when h
-// is not nil). Reading the source, hashing and writing run in parallel on a
-// small ring of buffers, so a fast network, a hash and a disk overlap instead
-// of taking turns; memory stays bounded whatever the size. Read errors are
+// is not nil). A body of up to 64 KiB is read into a small pooled buffer
+// and written at once. A larger one is read, hashed and written in
+// parallel on a ring of 1 MiB buffers, so a fast network, a hash and a
+// disk overlap instead of taking turns; at most 16 rings are in use at
+// once, and a fill beyond them waits for one, so memory stays bounded
+// whatever the sizes and however many uploads run. Read errors are
 // returned as they are; write errors as *WriteError.
 func (f *File) Fill(src io.Reader, h hash.Hash) (int64, error) {
+	sp := smallPool.Get().(*[]byte)
+	defer smallPool.Put(sp)
+	k, err := io.ReadFull(src, *sp)
+	head := (*sp)[:k]
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		// The whole body fit.
+		if h != nil {
+			h.Write(head)
+		}
+		if _, werr := f.File.Write(head); werr != nil {
+			return 0, &WriteError{werr}
+		}
+		return int64(k), nil
+	case err != nil:
+		// What was read before the failure is written, as the ring
+		// would have.
+		if h != nil {
+			h.Write(head)
+		}
+		if _, werr := f.File.Write(head); werr != nil {
+			return 0, &WriteError{werr}
+		}
+		return int64(k), err
+	}
+	rings <- struct{}{}
+	defer func() { <-rings }()
+	n, err := f.fillRing(io.MultiReader(bytes.NewReader(head), src), h)
+	return n, err
+}
+
+// fillRing is Fill for a body larger than the small buffer.
+func (f *File) fillRing(src io.Reader, h hash.Hash) (int64, error) {
 	free := make(chan *[]byte, fillBuffers)
 	full := make(chan []byte, fillBuffers)
 	for range fillBuffers {

@@ -5,17 +5,20 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestFillCopiesAndHashes(t *testing.T) {
 	dir := t.TempDir()
 	root, _ := os.OpenRoot(dir)
 	defer root.Close()
-	for _, size := range []int{0, 1, fillChunk - 1, fillChunk, 3*fillChunk + 17, 20 << 20} {
+	for _, size := range []int{0, 1, smallFill - 1, smallFill, smallFill + 1, fillChunk - 1, fillChunk, 3*fillChunk + 17, 20 << 20} {
 		src := make([]byte, size)
 		rand.Read(src)
 		f, err := Create(root, "f.bin")
@@ -77,3 +80,98 @@ func TestFillReportsReadAndWriteErrorsApart(t *testing.T) {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// TestFillBoundsRings: while every ring is taken, a large body waits for
+// one, and a small body (which needs none) is written at once.
+func TestFillBoundsRings(t *testing.T) {
+	dir := t.TempDir()
+	root, _ := os.OpenRoot(dir)
+	defer root.Close()
+	for range maxRings {
+		rings <- struct{}{}
+	}
+	released := false
+	defer func() {
+		if !released {
+			for range maxRings {
+				<-rings
+			}
+		}
+	}()
+	small, err := Create(root, "small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := small.Fill(bytes.NewReader(make([]byte, 4096)), nil); n != 4096 || err != nil {
+		t.Fatalf("a small fill with every ring taken: %d, %v", n, err)
+	}
+	big, err := Create(root, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := big.Fill(bytes.NewReader(make([]byte, 2*smallFill)), nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a large fill finished while every ring was taken: %v", err)
+	case <-time.After(50 * time.Millisecond): // the absence being tested
+	}
+	<-rings
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for range maxRings - 1 {
+		<-rings
+	}
+	released = true
+}
+
+// TestFillSmallReadError: a read error within the first buffer is
+// returned with what was read before it, which was written.
+func TestFillSmallReadError(t *testing.T) {
+	dir := t.TempDir()
+	root, _ := os.OpenRoot(dir)
+	defer root.Close()
+	f, err := Create(root, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("connection reset")
+	n, err := f.Fill(io.MultiReader(bytes.NewReader([]byte("abc")), iotestErr{boom}), nil)
+	if n != 3 || !errors.Is(err, boom) {
+		t.Fatalf("n=%d err=%v", n, err)
+	}
+}
+
+type iotestErr struct{ err error }
+
+func (e iotestErr) Read([]byte) (int, error) { return 0, e.err }
+
+// BenchmarkFillConcurrentSmall: 32 concurrent 4 KiB fills, the shape of
+// many small uploads; allocations per fill show that none takes a 1 MiB
+// ring.
+func BenchmarkFillConcurrentSmall(b *testing.B) {
+	dir := b.TempDir()
+	root, _ := os.OpenRoot(dir)
+	defer root.Close()
+	body := make([]byte, 4096)
+	b.ReportAllocs()
+	b.SetParallelism(16) // 32 goroutines on 2 cores
+	var i atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			f, err := Create(root, fmt.Sprintf("f%d", i.Add(1)))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := f.Fill(bytes.NewReader(body), nil); err != nil {
+				b.Error(err)
+			}
+			f.Abort()
+		}
+	})
+}

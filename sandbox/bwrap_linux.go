@@ -61,6 +61,12 @@ var detect = sync.OnceValues(func() (Runner, error) {
 	return b, nil
 })
 
+// Warm builds desk's copy of the sandbox's /etc ahead of the first
+// command, so neither start-up nor the first command waits for it. It is
+// safe to call at any time and returns once the copy exists (or cannot be
+// made, in which case commands bind /etc entry by entry).
+func Warm() { etcSnapshot(false) }
+
 // Detect returns the bubblewrap Runner when bwrap is on PATH and runs a
 // command (it tries `true` once per process), else an EUNAVAILABLE error
 // that says how to install or enable it. It never returns Direct.
@@ -86,6 +92,7 @@ func (b *bubblewrap) init() error {
 	if err != nil {
 		return err
 	}
+	p.probe = true
 	var first error
 	for _, userns := range []bool{true, false} {
 		err := b.probe(p, userns)
@@ -427,7 +434,11 @@ func bwrapArgs(p *plan, userns bool, extra []string) []string {
 	a = append(a, "--cap-drop", "ALL", "--hostname", sandboxHostname, "--info-fd", strconv.Itoa(fdInfo), "--seccomp", strconv.Itoa(fdSeccomp))
 	a = append(a, systemArgs()...)
 	a = append(a, "--proc", "/proc", "--dev", "/dev", "--size", strconv.FormatInt(p.limits.TmpBytes, 10), "--tmpfs", "/tmp")
-	a = append(a, etcArgs(p.network)...)
+	if p.probe {
+		a = append(a, etcBinds(p.network)...)
+	} else {
+		a = append(a, etcArgs(p.network)...)
+	}
 	a = append(a, extra...)
 	a = append(a, mountArgs(p.mounts)...)
 	nproc := p.cgroup == nil || p.cgroup.pids == ""

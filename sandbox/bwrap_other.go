@@ -32,3 +32,6 @@ func (unsupported) Run(ctx context.Context, s Spec, onOutput OutputFunc) (*Resul
 type cgroup struct{}
 
 func cgroupBoundsMemory(*cgroup) bool { return false }
+
+// Warm does nothing where there is no sandbox.
+func Warm() {}

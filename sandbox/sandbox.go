@@ -335,6 +335,10 @@ type plan struct {
 	limits    Limits
 	stop      *stopper
 	cgroup    *cgroup // bubblewrap's, when desk can make one
+	// probe marks the check that bwrap runs at all: it binds /etc entry
+	// by entry rather than building desk's copy, which would put that
+	// copy (most of desk's start-up time) on the way to serving.
+	probe bool
 }
 
 // Guest paths a mount may not take: the sandbox provides them.
