@@ -157,6 +157,17 @@ type AskInput struct {
 	// Reconstruct prefixes the prompt, when the target has to be
 	// reconstructed, with the preamble telling the new worker what it is.
 	Reconstruct bool `json:"reconstruct,omitempty"`
+	// Subject, Reply and FromSession make the ask a dispatch with reply
+	// ownership: reply caller sends the target's answer back to
+	// FromSession as a dispatch_reply queue row; none (the default) sends
+	// nothing back.
+	Subject     string `json:"subject,omitempty" jsonschema:"maxLength=200"`
+	Reply       string `json:"reply,omitempty" jsonschema:"enum=caller,enum=none"`
+	FromSession string `json:"from_session,omitempty"`
+	// IdempotencyKey makes a repeated ask queue nothing new on the
+	// target; the dispatch service sets it (never a client: an ask through
+	// the API is a dispatch, whose id is its key).
+	IdempotencyKey string `json:"-"`
 }
 
 // Ask statuses.
@@ -179,6 +190,8 @@ type AskResult struct {
 	// execution that took it when the session was idle.
 	QueuedItemID string `json:"queued_item_id,omitempty"`
 	ExecutionID  string `json:"execution_id,omitempty"`
+	// DispatchID is the dispatch the ask recorded (GET /v1/dispatches/{id}).
+	DispatchID string `json:"dispatch_id,omitempty"`
 }
 
 // TemplateService registers workspace templates, creates workspaces from

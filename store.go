@@ -20,6 +20,7 @@ type Store interface {
 	ThreadStore
 	BrowserSessionStore
 	RoutineStore
+	DispatchStore
 
 	// Workspaces.
 	// CreateWorkspace inserts w and its owner. Unless allowDuplicateName,
@@ -41,6 +42,8 @@ type Store interface {
 	// ListSessions; ListDeletingSessions finds them for recovery.
 	CreateSession(ctx context.Context, s *Session) error
 	GetSession(ctx context.Context, id string) (*Session, error)
+	// SessionBySignature finds a session by its signature ("@…").
+	SessionBySignature(ctx context.Context, sig string) (*Session, error)
 	ListSessions(ctx context.Context, f SessionFilter) ([]*Session, error)
 	UpdateSession(ctx context.Context, id string, u SessionUpdate) (*Session, error)
 	// MarkSessionDeleting hides the session at once; PurgeSession then

@@ -66,6 +66,8 @@ type Options struct {
 	// it is built first and given the agent when it opens); the thread
 	// tools wake its dispatcher through it.
 	Submitter desk.Submitter
+	// Dispatch is the dispatch service the ask tool uses (nil: no ask).
+	Dispatch desk.DispatchService
 	// Conversation is the gate the agent's turns wait on a person
 	// through, shared with the runtime host and the doors (a decision
 	// made through the doors wakes the wait at once). nil: the agent makes
@@ -368,7 +370,7 @@ func (a *Agent) Execute(ctx context.Context, t *execution.Turn) (*execution.Outc
 		View: view, Jail: jail, Artifacts: a.artifacts, Paths: a.paths, Selection: a.selection, Sandbox: a.opts.Sandbox,
 		TypeScript: a.opts.TypeScript, TypeScriptAbsent: a.opts.TypeScriptAbsent,
 		HTTP: a.opts.HTTP, Search: a.opts.Search, Emit: t.Emit, Ask: tr.ask, Propose: tr.propose,
-		Procs: tools.NewProcs(actx), Submit: a.submit, SurfaceKind: desk.SurfaceOrchestrator, Thread: th, Wake: a.dispatchWaker()}
+		Procs: tools.NewProcs(actx), Submit: a.submit, Dispatch: a.opts.Dispatch, SurfaceKind: desk.SurfaceOrchestrator, Thread: th, Wake: a.dispatchWaker()}
 	if th != nil {
 		tr.env.SurfaceKind = desk.SurfaceHandler
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/desk-runtime/desk/archive"
 	"github.com/desk-runtime/desk/connlimit"
 	"github.com/desk-runtime/desk/conversation"
+	"github.com/desk-runtime/desk/dispatch"
 	"github.com/desk-runtime/desk/execution"
 	"github.com/desk-runtime/desk/files"
 	"github.com/desk-runtime/desk/gateway"
@@ -187,7 +188,10 @@ type App struct {
 	Absorb    *absorb.Service
 	// Routines fires the workspaces' scheduled routines.
 	Routines *routine.Service
-	UI       *uistate.Service // drafts, open holds, unread
+	// Dispatches are asks with reply ownership (POST /v1/ask, the ask
+	// tool).
+	Dispatches *dispatch.Service
+	UI         *uistate.Service // drafts, open holds, unread
 	// MCP serves /mcp.
 	MCP *mcpserver.Handler
 	// Runtimes is the operator's registry of external agent runtimes;
@@ -400,6 +404,11 @@ func (a *App) buildServices() {
 	// service (execution.Run.Children), which is built first.
 	lo.Children = a.Exec
 	a.Lifecycle = lifecycle.New(store, home, lo)
+	// Dispatches ask through the lifecycle's ask; the agent's ask tool
+	// and POST /v1/ask record them. Their loop opens with the background
+	// components.
+	a.Dispatches = dispatch.New(store, dispatch.Options{Asker: a.Lifecycle, Sessions: a.Sessions,
+		Projection: filepath.Join(home.Root, "state", "agent-conversations.jsonl"), Logger: a.Logger.With("component", "dispatch")})
 	to := cfg.Templates
 	to.Logger = a.Logger.With("component", "template")
 	a.Templates = template.New(store, home, a.Workspaces, a.Lifecycle, to)
@@ -421,6 +430,7 @@ func (a *App) openAgent(ctx context.Context) (ao agent.Options, err error) {
 	ao.Models, ao.Archive, ao.Logger, ao.Submitter = a.Models, a.Archive, a.Logger.With("component", "agent"), a.Exec
 	a.Conversation = conversation.New(store, conversation.Options{Archive: a.Archive, Submitter: a.Exec, Logger: a.Logger.With("component", "conversation")})
 	ao.Conversation = a.Conversation
+	ao.Dispatch = a.Dispatches
 	if ao.Providers == nil {
 		ps := &agent.Providers{}
 		if err := a.open(ctx, "model providers", ps); err != nil {
@@ -564,6 +574,9 @@ func (a *App) openBackground(ctx context.Context) error {
 	if err := a.open(ctx, "routines", a.Routines); err != nil {
 		return err
 	}
+	if err := a.open(ctx, "dispatches", a.Dispatches); err != nil {
+		return err
+	}
 	// The event streams close first, so a shutdown does not wait on them.
 	a.Streams = sse.NewStreams()
 	if err := a.open(ctx, "event streams", a.Streams); err != nil {
@@ -581,7 +594,7 @@ func (a *App) openDoors(ctx context.Context) error {
 		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, Conversation: a.Conversation, AgentStore: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, Runtimes: a.Runtimes, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		UI: a.UI, Streams: a.Streams, Logger: a.Logger.With("component", "http"), Version: cfg.Version,
 		AuthLog: httpdoor.NewAuthFailures(a.Logger.With("component", "http"), 0, nil), LoginLinks: a.LoginLinks,
-		BrowserSessions: a.BrowserSessions, Routines: a.Routines,
+		BrowserSessions: a.BrowserSessions, Routines: a.Routines, Dispatches: a.Dispatches,
 	}
 	api.Models = a.Models
 	// The web UI is served at / beside the API.

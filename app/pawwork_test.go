@@ -1226,7 +1226,7 @@ func TestS_R_NoTaskObjectPerMessage(t *testing.T) {
 		}
 	}
 
-	all := []string{"acquire", "apply_patch", "artifacts", "clarify", "delete_file", "edit_file", "exec_command", "inspect", "list_extensions", "list_files",
+	all := []string{"acquire", "apply_patch", "artifacts", "ask", "clarify", "delete_file", "edit_file", "exec_command", "inspect", "list_extensions", "list_files",
 		"load_extension", "read_file", "request_user_input", "thread_episodes", "thread_followup", "thread_list", "thread_request_report", "thread_start",
 		"write_file", "write_stdin"}
 	for i, c := range []agent.ContextView{ctx1, ctx2, ctx3} {

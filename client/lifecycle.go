@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/http"
+	"net/url"
 
 	"github.com/desk-runtime/desk"
 )
@@ -59,6 +60,32 @@ func (c *Client) Purge(ctx context.Context, ws, confirm string) (*desk.Lifecycle
 func (c *Client) Ask(ctx context.Context, in desk.AskInput) (*desk.AskResult, error) {
 	var out desk.AskResult
 	if err := c.doJSON(ctx, http.MethodPost, "/v1/ask", in, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Dispatches lists the dispatches the caller may see (session and
+// workspace filter by the caller's or the target's).
+func (c *Client) Dispatches(ctx context.Context, session, workspace string) ([]*desk.Dispatch, error) {
+	q := url.Values{}
+	if session != "" {
+		q.Set("session", session)
+	}
+	if workspace != "" {
+		q.Set("workspace", workspace)
+	}
+	var out desk.DispatchList
+	if err := c.doJSON(ctx, http.MethodGet, "/v1/dispatches?"+q.Encode(), nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Dispatches, nil
+}
+
+// Dispatch returns one dispatch.
+func (c *Client) Dispatch(ctx context.Context, id string) (*desk.Dispatch, error) {
+	var out desk.Dispatch
+	if err := c.doJSON(ctx, http.MethodGet, "/v1/dispatches/"+url.PathEscape(id), nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/desk-runtime/desk"
@@ -21,7 +23,12 @@ func lifecycleRoutes() []route {
 			Resp: "LifecycleResult", Status: 200, handle: (*Server).restore},
 		{Method: "POST", Path: "/v1/workspaces/{ws}/purge", Tag: lifecycleTag, Summary: "Purge a departed workspace for good (admin): files, transcripts, artifacts and queue rows go; the catalog tombstone, retired identities and provenance stay.",
 			Body: "PurgeRequest", Resp: "LifecycleResult", Status: 200, handle: (*Server).purge},
-		{Method: "POST", Path: "/v1/ask", Tag: lifecycleTag, Summary: "Cross-workspace ask: resolve the target (exact, unavailable, reconstructed) and queue the prompt on the resolved session; unavailable dispatches nothing.",
+		{Method: "GET", Path: "/v1/dispatches", Tag: lifecycleTag, Summary: "List dispatches (asks with reply ownership) the caller may see, newest first: by the caller's or the target's session or workspace.",
+			Query: []param{{Name: "session", Type: "string", Doc: "the caller's or the target's session"}, {Name: "workspace", Type: "string", Doc: "the caller's or the target's workspace"}, {Name: "limit", Type: "integer", Doc: "at most this many (1-500, default 500)"}},
+			Resp:  "DispatchList", Status: 200, handle: (*Server).listDispatches},
+		{Method: "GET", Path: "/v1/dispatches/{dsp}", Tag: lifecycleTag, Summary: "One dispatch: its immutable snapshot (caller, target, subject, reply ownership) and what became of it.",
+			Resp: "Dispatch", Status: 200, handle: (*Server).getDispatch},
+		{Method: "POST", Path: "/v1/ask", Tag: lifecycleTag, Summary: "Cross-workspace ask, recorded as a dispatch: resolve the target (exact, unavailable, reconstructed) and queue the prompt on the resolved session; unavailable dispatches nothing. With reply caller and from_session, the target's answer comes back to that session as a dispatch_reply queue row.",
 			Body: "AskRequest", Resp: "AskResult", Status: 200, handle: (*Server).ask},
 	}
 }
@@ -151,10 +158,79 @@ func (s *Server) ask(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	res, err := s.Lifecycle.Ask(r.Context(), in.AskInput)
+	if s.Dispatches == nil {
+		res, err := s.Lifecycle.Ask(r.Context(), in.AskInput)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, res)
+		return nil
+	}
+	a := in.AskInput
+	d, res, err := s.Dispatches.Dispatch(r.Context(), desk.DispatchInput{Target: a.Target, Subject: a.Subject, Text: a.Prompt,
+		Reply: a.Reply, FromSession: a.FromSession, Reconstruct: a.Reconstruct})
 	if err != nil {
 		return err
 	}
+	if res == nil {
+		res = &desk.AskResult{Status: desk.AskDispatched}
+	}
+	if d != nil {
+		res.DispatchID = d.ID
+		if res.QueuedItemID == "" {
+			res.QueuedItemID = d.QueueItemID
+		}
+	}
 	writeJSON(w, http.StatusOK, res)
 	return nil
+}
+
+func (s *Server) listDispatches(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	f := desk.DispatchFilter{WorkspaceID: q.Get("workspace"), SessionID: q.Get("session")}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			return desk.Errorf(desk.EINVALID, "limit %q must be a number from 1 to 500", v)
+		}
+		f.Limit = n
+	}
+	ds, err := s.dispatches().List(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	if ds == nil {
+		ds = []*desk.Dispatch{}
+	}
+	writeJSON(w, http.StatusOK, desk.DispatchList{Dispatches: ds})
+	return nil
+}
+
+func (s *Server) getDispatch(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.dispatches().Get(r.Context(), r.PathValue("dsp"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+// dispatches is the dispatch service, or one that answers unavailable.
+func (s *Server) dispatches() desk.DispatchService {
+	if s.Dispatches == nil {
+		return noDispatches{}
+	}
+	return s.Dispatches
+}
+
+type noDispatches struct{}
+
+func (noDispatches) Dispatch(context.Context, desk.DispatchInput) (*desk.Dispatch, *desk.AskResult, error) {
+	return nil, nil, desk.Errorf(desk.EUNAVAILABLE, "dispatches are not available on this desk")
+}
+func (noDispatches) Get(context.Context, string) (*desk.Dispatch, error) {
+	return nil, desk.Errorf(desk.EUNAVAILABLE, "dispatches are not available on this desk")
+}
+func (noDispatches) List(context.Context, desk.DispatchFilter) ([]*desk.Dispatch, error) {
+	return nil, desk.Errorf(desk.EUNAVAILABLE, "dispatches are not available on this desk")
 }

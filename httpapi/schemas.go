@@ -64,6 +64,8 @@ var components = []component{
 	{"Artifact", "core", reflect.TypeFor[desk.Artifact]()},
 	{"ArtifactList", "core", reflect.TypeFor[desk.ArtifactList]()},
 	{"BindingsPut", "core", reflect.TypeFor[desk.BindingsPut]()},
+	{"Dispatch", "core", reflect.TypeFor[desk.Dispatch]()},
+	{"DispatchList", "core", reflect.TypeFor[desk.DispatchList]()},
 	{"Error", "core", reflect.TypeFor[desk.ErrorBody]()},
 	{"EventStream", "core", reflect.TypeFor[eventStream]()},
 	{"GitInfo", "core", reflect.TypeFor[desk.GitInfo]()},

@@ -79,6 +79,9 @@ type Server struct {
 	BrowserSessions desk.BrowserSessionService
 	// Routines are the workspaces' schedules; nil answers unavailable.
 	Routines desk.RoutineService
+	// Dispatches record asks with reply ownership; nil: /v1/ask only
+	// queues the prompt and the dispatch routes answer unavailable.
+	Dispatches desk.DispatchService
 }
 
 // maxJSONBody bounds JSON request bodies; file bytes never travel as JSON.

@@ -64,7 +64,7 @@ func (s *Service) Ask(ctx context.Context, in AskInput) (*AskResult, error) {
 		out.Status = AskUnavailable
 		return out, nil
 	}
-	sub, err := s.opts.Submit.Submit(ctx, res.SessionID, desk.SubmitInput{Text: text})
+	sub, err := s.opts.Submit.Submit(ctx, res.SessionID, desk.SubmitInput{Text: text, IdempotencyKey: in.IdempotencyKey})
 	if err != nil {
 		// A refused ask leaves nothing behind: the session this resolution
 		// made for it goes again (one made earlier stays).

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"strings"
 
 	"github.com/desk-runtime/desk"
 )
@@ -27,7 +28,14 @@ func (s *Service) Resolve(ctx context.Context, t desk.ResolveTarget) (*desk.Reso
 	var x *desk.Session
 	switch t.Kind {
 	case "session":
-		x, _ = visibleSession(ctx, s.store, t.ID)
+		id := t.ID
+		if strings.HasPrefix(id, "@") {
+			// A signature names the session: the same visibility applies.
+			if y, err := s.store.SessionBySignature(ctx, id); err == nil {
+				id = y.ID
+			}
+		}
+		x, _ = visibleSession(ctx, s.store, id)
 	case "artifact":
 		if a, err := s.store.GetArtifact(ctx, t.ID); err == nil {
 			x, _ = visibleSession(ctx, s.store, a.SessionID)

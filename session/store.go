@@ -17,6 +17,7 @@ type Store interface {
 	GetWorkspace(ctx context.Context, id string) (*desk.Workspace, error)
 	CreateSession(ctx context.Context, s *desk.Session) error
 	GetSession(ctx context.Context, id string) (*desk.Session, error)
+	SessionBySignature(ctx context.Context, sig string) (*desk.Session, error)
 	ListSessions(ctx context.Context, f desk.SessionFilter) ([]*desk.Session, error)
 	UpdateSession(ctx context.Context, id string, u desk.SessionUpdate) (*desk.Session, error)
 	MarkSessionDeleting(ctx context.Context, id string) error

@@ -37,6 +37,7 @@ var examples = map[string][]string{
 	"read_file":             {`{"path":"/artifacts/a.md","offset":2,"limit":10}`},
 	"request_user_input":    {`{"questions":[{"id":"color","question":"Which?","options":[{"label":"red","recommended":true},{"label":"blue"}]}]}`},
 	"write_file":            {`{"path":"/artifacts/a.md","content":"x"}`},
+	"ask":                   {`{"target":"@calm-blue-otter-0a1b2c","subject":"s","text":"t","reply":"caller"}`},
 }
 
 // required are the top-level required fields of every tool.
@@ -46,6 +47,7 @@ var required = map[string][]string{
 	"list_files": nil, "list_extensions": nil, "load_extension": {"name"}, "read_file": {"path"}, "request_user_input": {"questions"}, "write_file": {"content", "path"},
 	"thread_start": {"threads"}, "thread_followup": {"text"}, "thread_request_report": {"thread_id"}, "thread_list": nil,
 	"thread_episodes": nil, "thread_current": nil, "thread_group": nil, "thread_report": {"body", "title"},
+	"ask": {"reply", "target", "text"},
 }
 
 // roundTrip decodes raw with the tool's own decode and re-encodes the
@@ -58,6 +60,8 @@ func roundTrip(t *testing.T, tool Tool, raw string) (json.RawMessage, *Result) {
 		err error
 	)
 	switch x := tool.(type) {
+	case askTool:
+		out, bad, err = reencode(x.args, raw)
 	case acquire:
 		out, bad, err = reencode(x.args, raw)
 	case artifactsTool:

@@ -108,6 +108,9 @@ type Env struct {
 	// Submit queues work through the execution service (a report
 	// request to a thread); nil outside a desk that runs executions.
 	Submit desk.Submitter
+	// Dispatch records and sends asks to other sessions (the ask tool);
+	// nil where there is none, and ask is not declared.
+	Dispatch desk.DispatchService
 	// Search answers acquire search; nil when no provider is configured.
 	Search func(ctx context.Context, query string, limit int) ([]SearchHit, error)
 	// Ask asks the user (request_user_input); it returns the answers and
@@ -171,7 +174,7 @@ type Prechecker interface {
 // All returns every built-in tool, sorted by name, so the declaration the
 // model sees is stable from turn to turn.
 func All() []Tool {
-	ts := []Tool{inspect{}, acquire{}, readFile{}, writeFile{}, editFile{}, applyPatch{}, listFiles{}, deleteFile{},
+	ts := []Tool{askTool{}, inspect{}, acquire{}, readFile{}, writeFile{}, editFile{}, applyPatch{}, listFiles{}, deleteFile{},
 		execCommand{}, writeStdin{}, executeTypeScript{}, artifactsTool{}, requestUserInput{}, clarify{}, listExtensions{}, loadExtension{},
 		threadStart{}, threadFollowup{}, threadRequestReport{}, threadList{}, threadEpisodes{},
 		threadCurrent{}, threadGroup{}, threadReport{}}

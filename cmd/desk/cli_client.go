@@ -37,6 +37,7 @@ func addClientCommands(root *cobra.Command, g *globals) {
 		watchCmd(g),
 		filesCmd(g),
 		askCmd(g),
+		dispatchCmd(g),
 		templateCmd(g),
 		usageCmd(g),
 		mcpCmd(g),

@@ -205,7 +205,7 @@ func showCatalogEntry(w io.Writer, e *desk.CatalogEntry) {
 
 func askCmd(g *globals) *cobra.Command {
 	var in lifecycle.AskInput
-	var session, artifact, workspace, inWS string
+	var session, artifact, workspace, inWS, subject, reply, from string
 	cmd := &cobra.Command{
 		Use:   "ask (--session SES | --artifact ART | --workspace WS) PROMPT...",
 		Short: "Ask across workspaces: resolve the target and queue the prompt on the session it resolves to",
@@ -216,7 +216,11 @@ answer says why (unavailable); an unknown target in a known workspace gets a
 new session labelled reconstructed. --reconstruct prefixes the prompt of a
 reconstructed target with a preamble telling the new worker it rebuilds
 someone else's work. --in names the workspace to reconstruct an unknown
-session or artifact in.`,
+session or artifact in.
+
+Every ask is recorded as a dispatch (desk dispatch ls). With --reply caller
+and --from SES, the target's answer comes back to that session as a
+dispatch_reply message; --subject says what the ask is about.`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			n := 0
@@ -231,6 +235,7 @@ session or artifact in.`,
 			}
 			in.Target.WorkspaceID = inWS
 			in.Prompt = strings.Join(a, " ")
+			in.Subject, in.Reply, in.FromSession = subject, reply, from
 			c, err := g.client()
 			if err != nil {
 				return err
@@ -245,6 +250,9 @@ session or artifact in.`,
 					return
 				}
 				fmt.Fprintf(w, "%s: queued %s on session %s %s\n", res.Resolution, res.QueuedItemID, res.SessionID, res.Signature)
+				if res.DispatchID != "" {
+					fmt.Fprintf(w, "dispatch %s (desk dispatch show %s)\n", res.DispatchID, res.DispatchID)
+				}
 			})
 		},
 	}
@@ -253,5 +261,70 @@ session or artifact in.`,
 	cmd.Flags().StringVar(&workspace, "workspace", "", "ask a new session of this workspace")
 	cmd.Flags().StringVar(&inWS, "in", "", "the workspace to reconstruct an unknown session or artifact in")
 	cmd.Flags().BoolVar(&in.Reconstruct, "reconstruct", false, "prefix a reconstructed target's prompt with the reconstruction preamble")
+	cmd.Flags().StringVar(&subject, "subject", "", "one line saying what the ask is about")
+	cmd.Flags().StringVar(&reply, "reply", "", "who gets the target's answer: caller (needs --from) or none (the default)")
+	cmd.Flags().StringVar(&from, "from", "", "the session the answer comes back to with --reply caller")
+	return cmd
+}
+
+func dispatchCmd(g *globals) *cobra.Command {
+	cmd := noun("dispatch", "Asks and their replies: who asked whom about what, and what came back", "dispatches")
+	var session, workspace string
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List dispatches, newest first",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ds, err := c.Dispatches(cmd.Context(), session, workspace)
+			if err != nil {
+				return err
+			}
+			return out(cmd, g, desk.DispatchList{Dispatches: ds}, func(w io.Writer) {
+				if len(ds) == 0 {
+					fmt.Fprintln(w, "no dispatches")
+					return
+				}
+				for _, d := range ds {
+					from := d.Caller.SessionID
+					if from == "" {
+						from = d.Caller.Actor
+					}
+					fmt.Fprintf(w, "%s  %-10s  %s -> %s  reply %s  %s\n", d.ID, d.Status, from, d.TargetSessionID, d.Reply, d.Subject)
+				}
+			})
+		},
+	}
+	ls.Flags().StringVar(&session, "session", "", "only dispatches this session asked or answered")
+	ls.Flags().StringVar(&workspace, "workspace", "", "only dispatches of this workspace")
+	show := &cobra.Command{
+		Use:   "show DSP",
+		Short: "Show one dispatch: its snapshot and what became of it",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			d, err := c.Dispatch(cmd.Context(), a[0])
+			if err != nil {
+				return err
+			}
+			return out(cmd, g, d, func(w io.Writer) {
+				fields(w, "id", d.ID, "status", d.Status, "created", d.CreatedAt.Format(time.RFC3339),
+					"caller", strings.TrimSpace(d.Caller.Kind+" "+d.Caller.Actor+" "+d.Caller.SessionID+" "+d.Caller.ExecutionID),
+					"target", d.Target.Kind+" "+d.Target.ID, "target session", d.TargetSessionID, "subject", d.Subject,
+					"reply", d.Reply, "queued", d.QueueItemID, "execution", d.ExecutionID, "reply row", d.ReplyItemID, "error", d.Error)
+				fmt.Fprintf(w, "\n%s\n", d.Text)
+				if d.ReplyText != "" {
+					fmt.Fprintf(w, "\nreply:\n%s\n", d.ReplyText)
+				}
+			})
+		},
+	}
+	cmd.AddCommand(ls, show)
 	return cmd
 }

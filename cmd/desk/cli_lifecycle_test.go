@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -53,6 +56,32 @@ func TestCLILifecycle(t *testing.T) {
 	}
 	if o := c.ok("workspace", "restore", ws.ID); !strings.Contains(o, "restored workspace "+ws.ID) {
 		t.Fatalf("restore: %q", o)
+	}
+	// An ask is a dispatch: listed and shown with its subject.
+	var y, z desk.Session
+	if err := json.Unmarshal([]byte(c.ok("--json", "session", "create", ws.ID, "--title", "B")), &y); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "script.json")
+	if err := os.WriteFile(script, []byte(`{"steps":[{"text":"half way"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(c.ok("--json", "session", "create", ws.ID, "--title", "C", "--model", "script", "--script", script)), &z); err != nil {
+		t.Fatal(err)
+	}
+	o = c.ok("ask", "--session", z.ID, "--subject", "status", "--reply", "caller", "--from", y.ID, "how far along?")
+	m := regexp.MustCompile(`dispatch (dsp_\w+)`).FindStringSubmatch(o)
+	if m == nil {
+		t.Fatalf("ask with a reply owed: %q", o)
+	}
+	if o := c.ok("dispatch", "ls", "--session", y.ID); !strings.Contains(o, m[1]) || !strings.Contains(o, "reply caller") || !strings.Contains(o, "status") {
+		t.Fatalf("dispatch ls: %q", o)
+	}
+	if o := c.ok("dispatch", "show", m[1]); !strings.Contains(o, "how far along?") || !strings.Contains(o, y.ID) {
+		t.Fatalf("dispatch show: %q", o)
+	}
+	if r := c.run("ask", "--session", z.ID, "--reply", "caller", "no from"); r.code() != exitInvalid || !strings.Contains(r.e.Error(), "from_session") {
+		t.Fatalf("a caller reply without --from: exit %d (%v)", r.code(), r.e)
 	}
 	if r := c.run("workspace", "purge", ws.ID, "--confirm", ws.ID); r.code() != exitConflict {
 		t.Fatalf("purge of an active workspace: exit %d (%v)", r.code(), r.e)

@@ -61,6 +61,16 @@ func (s *DB) GetSession(ctx context.Context, id string) (*desk.Session, error) {
 	return x, nil
 }
 
+// SessionBySignature is the session whose signature is sig (unique).
+func (s *DB) SessionBySignature(ctx context.Context, sig string) (*desk.Session, error) {
+	x, err := scanSession(s.queryRow(ctx, s.db,
+		`SELECT `+sessionCols+` FROM sessions WHERE signature = ? AND deleting = ?`, sig, false))
+	if err != nil {
+		return nil, notFound(err, "session", sig)
+	}
+	return x, nil
+}
+
 // ListSessions returns matching sessions, most recently updated first.
 func (s *DB) ListSessions(ctx context.Context, f desk.SessionFilter) ([]*desk.Session, error) {
 	where := []string{"deleting = ?"}

@@ -201,7 +201,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cross-workspace ask: resolve the target (exact, unavailable, reconstructed) and queue the prompt on the resolved session; unavailable dispatches nothing. */
+        /** Cross-workspace ask, recorded as a dispatch: resolve the target (exact, unavailable, reconstructed) and queue the prompt on the resolved session; unavailable dispatches nothing. With reply caller and from_session, the target's answer comes back to that session as a dispatch_reply queue row. */
         post: operations["post_ask"];
         delete?: never;
         options?: never;
@@ -252,6 +252,40 @@ export interface paths {
         };
         /** One workspace's catalog row. */
         get: operations["get_catalog_ws"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dispatches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List dispatches (asks with reply ownership) the caller may see, newest first: by the caller's or the target's session or workspace. */
+        get: operations["get_dispatches"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dispatches/{dsp}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One dispatch: its immutable snapshot (caller, target, subject, reply ownership) and what became of it. */
+        get: operations["get_dispatches_dsp"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1916,15 +1950,22 @@ export interface components {
         };
         /** @description AskInput is a cross-workspace ask: a prompt for whatever answers for the target now. */
         AskRequest: {
+            from_session?: string;
             /** @description ignored: provenance is stamped by the server from the token */
             origin?: unknown;
             prompt: string;
             /** @description Reconstruct prefixes the prompt, when the target has to be reconstructed, with the preamble telling the new worker what it is. */
             reconstruct?: boolean;
+            /** @enum {string} */
+            reply?: "caller" | "none";
+            /** @description Subject, Reply and FromSession make the ask a dispatch with reply ownership: reply caller sends the target's answer back to FromSession as a dispatch_reply queue row; none (the default) sends nothing back. */
+            subject?: string;
             target: components["schemas"]["ResolveTarget"];
         };
         /** @description AskResult answers an ask. */
         AskResult: {
+            /** @description DispatchID is the dispatch the ask recorded (GET /v1/dispatches/{id}). */
+            dispatch_id?: string;
             execution_id?: string;
             origin?: components["schemas"]["Origin"];
             /** @description QueuedItemID is the queue row of the prompt, ExecutionID the execution that took it when the session was idle. */
@@ -2080,6 +2121,39 @@ export interface components {
             dirs: number;
             error?: components["schemas"]["ErrorDetail"];
             files: number;
+        };
+        /** @description Dispatch is one ask of one actor or agent to another target: an immutable snapshot of who asked (the caller's origin), where it went (the execution target), what about (the subject) and who owns the reply, plus what became of it. */
+        Dispatch: {
+            /** @description Caller is who asked: a person or program through the API, or an agent's turn (its session, surface and execution). */
+            caller: components["schemas"]["Origin"];
+            /** Format: date-time */
+            created_at: string;
+            error?: string;
+            execution_id?: string;
+            id: string;
+            /** @description QueueItemID is the target's queue row, ExecutionID the turn that took it. */
+            queued_item_id?: string;
+            /** @enum {string} */
+            reply: "caller" | "none";
+            /** @description ReplyItemID is the caller's dispatch_reply row; ReplyText what it carried. */
+            reply_item_id?: string;
+            /** @description ReplySurfaceID is the caller's surface the reply goes to (reply caller). */
+            reply_surface_id?: string;
+            reply_text?: string;
+            /** Format: date-time */
+            settled_at?: string;
+            /** @enum {string} */
+            status: "pending" | "dispatched" | "replied" | "settled" | "failed";
+            subject: string;
+            /** @description Target is what was asked for, as given; TargetSessionID and TargetWorkspaceID are where it resolved. */
+            target: components["schemas"]["ResolveTarget"];
+            target_session_id: string;
+            target_workspace_id: string;
+            text: string;
+        };
+        /** @description DispatchList is a page of dispatches, newest first. */
+        DispatchList: {
+            dispatches: components["schemas"]["Dispatch"][];
         };
         /** @description Draft is the unsent text of a surface's composer. */
         Draft: {
@@ -3780,6 +3854,73 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CatalogEntry"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_dispatches: {
+        parameters: {
+            query?: {
+                /** @description the caller's or the target's session */
+                session?: string;
+                /** @description the caller's or the target's workspace */
+                workspace?: string;
+                /** @description at most this many (1-500, default 500) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DispatchList"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_dispatches_dsp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dsp: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Dispatch"];
                 };
             };
             /** @description An error; see the code for what went wrong. */
