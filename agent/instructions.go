@@ -40,7 +40,7 @@ func (a *Agent) loadedSkills(ctx context.Context, j *fsjail.Jail, surface string
 
 // toolEnv is what decides which optional tools are declared.
 func (a *Agent) toolEnv(st *desk.AgentSettings) *tools.Env {
-	return &tools.Env{Sandbox: a.opts.Sandbox, Settings: st, TypeScript: a.opts.TypeScript, TypeScriptAbsent: a.opts.TypeScriptAbsent}
+	return &tools.Env{Sandbox: a.opts.Sandbox, Settings: st, TypeScript: a.opts.TypeScript, TypeScriptAbsent: a.opts.TypeScriptAbsent, Dispatch: a.opts.Dispatch}
 }
 
 // guestJail is the guest file system of a session outside an execution

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -85,7 +86,12 @@ func TestOpenAPIMatchesHandlers(t *testing.T) {
 			if isStream(op) {
 				// A stream never ends by itself: check that it opens.
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				req, _ := http.NewRequestWithContext(ctx, strings.ToUpper(method), w.Server.URL+url, nil)
+				var rb io.Reader
+				if body != nil {
+					b, _ := json.Marshal(body)
+					rb = bytes.NewReader(b)
+				}
+				req, _ := http.NewRequestWithContext(ctx, strings.ToUpper(method), w.Server.URL+url, rb)
 				req.Header.Set("Authorization", "Bearer "+w.Token)
 				resp, err := w.Server.Client().Do(req)
 				if err != nil || resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
@@ -170,6 +176,7 @@ type fixtureSet struct {
 	msg                           string // the committed user message "first" of ses
 	thrSes, thr                   string // a session with a reported handler thread, and the thread
 	rtn                           string // a routine on ses, every hour
+	dsp                           string // a dispatch (an ask of ses)
 	// idle is a workspace with nothing running (to offboard), departed
 	// one already offboarded (to restore or purge).
 	idle, departed string
@@ -238,7 +245,9 @@ func (w *world) fixtures(t *testing.T) fixtureSet {
 	w.Must(201, "POST", "/v1/runtimes", map[string]any{"name": rt, "protocol": "acp", "argv": []string{"/bin/cat"}}, nil)
 	var rtn desk.Routine
 	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/routines", map[string]any{"name": "fx", "schedule": "@hourly", "session_id": x.ID, "prompt": "tick", "overlap": "queue"}, &rtn)
-	return fixtureSet{rtn: rtn.ID, rt: rt, ws: w.ws.ID, ses: x.ID, art: a.ID, grp: g.ID, item: it.ID, file: a.Path,
+	var ask desk.AskResult
+	w.Must(200, "POST", "/v1/ask", map[string]any{"target": map[string]string{"kind": "session", "id": x.ID}, "prompt": "fx", "subject": "fixture"}, &ask)
+	return fixtureSet{dsp: ask.DispatchID, rtn: rtn.ID, rt: rt, ws: w.ws.ID, ses: x.ID, art: a.ID, grp: g.ID, item: it.ID, file: a.Path,
 		srf: x.SurfaceID, exe: first.ExecutionID, q: second.Item.ID, blk: bs.Blocks[0].ID, blkSes: y.ID,
 		apr: apr, inp: inp, pln: pln, msg: msg, idle: idle.ID, departed: departed.ID, tpl: w.templateFixtures(t)}
 }
@@ -287,7 +296,7 @@ var actorSeq int
 
 func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (string, any) {
 	url := strings.NewReplacer("{ws}", f.ws, "{id}", f.ws, "{ses}", f.ses, "{art}", f.art, "{grp}", f.grp, "{item}", f.item,
-		"{srf}", f.srf, "{exe}", f.exe, "{q}", f.q, "{blk}", f.blk, "{apr}", f.apr, "{inp}", f.inp, "{pln}", f.pln, "{name}", f.rt, "{msg}", f.msg, "{rtn}", f.rtn).Replace(p)
+		"{srf}", f.srf, "{exe}", f.exe, "{q}", f.q, "{blk}", f.blk, "{apr}", f.apr, "{inp}", f.inp, "{pln}", f.pln, "{name}", f.rt, "{msg}", f.msg, "{rtn}", f.rtn, "{dsp}", f.dsp).Replace(p)
 	if strings.Contains(p, "{blk}") || strings.HasSuffix(p, "/retire") || strings.HasSuffix(p, "/recall") {
 		// The block lives in the second fixture session.
 		url = strings.Replace(url, "/sessions/"+f.ses+"/", "/sessions/"+f.blkSes+"/", 1)
@@ -396,6 +405,9 @@ func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (st
 		return url, map[string]string{"viewer": "contract-test"}
 	case "PressureRequest":
 		return url, map[string]string{"level": "soft"}
+	case "AGUIRunInput":
+		return url, map[string]any{"threadId": f.ses, "runId": "contract-" + desk.NewID("run"),
+			"messages": []map[string]string{{"id": "m1", "role": "user", "content": "hello"}}}
 	case "RoutineCreate":
 		return url, map[string]any{"name": "made", "schedule": "0 9 * * 1-5", "time_zone": "Europe/Paris", "prompt": "the daily summary"}
 	case "RoutineUpdate":

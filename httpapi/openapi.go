@@ -44,6 +44,7 @@ var paramDocs = map[string]string{
 	"msg":  "message id (msg_…)",
 	"thr":  "thread id (thr_…)",
 	"rtn":  "routine id (rtn_…)",
+	"dsp":  "dispatch id (dsp_…)",
 }
 
 // OpenAPI builds the OpenAPI 3.1 document of every route in the table.
@@ -96,7 +97,7 @@ func (s *Server) OpenAPI() map[string]any {
 		case "":
 		case "NDJSON":
 			resp["content"] = map[string]any{"application/x-ndjson": map[string]any{"schema": ref(rt.Resp)}}
-		case "EventStream":
+		case "EventStream", "AGUIEventStream":
 			resp["content"] = map[string]any{"text/event-stream": map[string]any{"schema": ref(rt.Resp)}}
 		case "binary":
 			resp["content"] = map[string]any{"application/octet-stream": map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}

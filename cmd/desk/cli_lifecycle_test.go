@@ -57,16 +57,32 @@ func TestCLILifecycle(t *testing.T) {
 	if o := c.ok("workspace", "restore", ws.ID); !strings.Contains(o, "restored workspace "+ws.ID) {
 		t.Fatalf("restore: %q", o)
 	}
+	if r := c.run("workspace", "purge", ws.ID, "--confirm", ws.ID); r.code() != exitConflict {
+		t.Fatalf("purge of an active workspace: exit %d (%v)", r.code(), r.e)
+	}
+	c.ok("workspace", "offboard", ws.ID, "--reason", "for good")
+	if o := c.ok("workspace", "purge", ws.ID, "--confirm", ws.ID); !strings.Contains(o, "purged workspace "+ws.ID) {
+		t.Fatalf("purge: %q", o)
+	}
+	var es []desk.CatalogEntry
+	if err := json.Unmarshal([]byte(c.ok("--json", "workspace", "catalog")), &es); err != nil || len(es) != 1 || es[0].State != desk.WorkspacePurged {
+		t.Fatalf("catalog after purge: %+v %v", es, err)
+	}
 	// An ask is a dispatch: listed and shown with its subject.
+	// In a workspace of its own (ws is purged).
+	var ws2 desk.Workspace
+	if err := json.Unmarshal([]byte(c.ok("--json", "workspace", "create", "dispatches")), &ws2); err != nil {
+		t.Fatal(err)
+	}
 	var y, z desk.Session
-	if err := json.Unmarshal([]byte(c.ok("--json", "session", "create", ws.ID, "--title", "B")), &y); err != nil {
+	if err := json.Unmarshal([]byte(c.ok("--json", "session", "create", ws2.ID, "--title", "B")), &y); err != nil {
 		t.Fatal(err)
 	}
 	script := filepath.Join(t.TempDir(), "script.json")
 	if err := os.WriteFile(script, []byte(`{"steps":[{"text":"half way"}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal([]byte(c.ok("--json", "session", "create", ws.ID, "--title", "C", "--model", "script", "--script", script)), &z); err != nil {
+	if err := json.Unmarshal([]byte(c.ok("--json", "session", "create", ws2.ID, "--title", "C", "--model", "script", "--script", script)), &z); err != nil {
 		t.Fatal(err)
 	}
 	o = c.ok("ask", "--session", z.ID, "--subject", "status", "--reply", "caller", "--from", y.ID, "how far along?")
@@ -82,16 +98,5 @@ func TestCLILifecycle(t *testing.T) {
 	}
 	if r := c.run("ask", "--session", z.ID, "--reply", "caller", "no from"); r.code() != exitInvalid || !strings.Contains(r.e.Error(), "from_session") {
 		t.Fatalf("a caller reply without --from: exit %d (%v)", r.code(), r.e)
-	}
-	if r := c.run("workspace", "purge", ws.ID, "--confirm", ws.ID); r.code() != exitConflict {
-		t.Fatalf("purge of an active workspace: exit %d (%v)", r.code(), r.e)
-	}
-	c.ok("workspace", "offboard", ws.ID, "--reason", "for good")
-	if o := c.ok("workspace", "purge", ws.ID, "--confirm", ws.ID); !strings.Contains(o, "purged workspace "+ws.ID) {
-		t.Fatalf("purge: %q", o)
-	}
-	var es []desk.CatalogEntry
-	if err := json.Unmarshal([]byte(c.ok("--json", "workspace", "catalog")), &es); err != nil || len(es) != 1 || es[0].State != desk.WorkspacePurged {
-		t.Fatalf("catalog after purge: %+v %v", es, err)
 	}
 }

@@ -3694,7 +3694,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AGUIEventStream"];
+                    "text/event-stream": components["schemas"]["AGUIEventStream"];
                 };
             };
             /** @description An error; see the code for what went wrong. */
@@ -3908,6 +3908,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description dispatch id (dsp_…) */
                 dsp: string;
             };
             cookie?: never;
@@ -4742,7 +4743,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AGUIEventStream"];
+                    "text/event-stream": components["schemas"]["AGUIEventStream"];
                 };
             };
             /** @description An error; see the code for what went wrong. */
