@@ -38,6 +38,7 @@ func addClientCommands(root *cobra.Command, g *globals) {
 		filesCmd(g),
 		askCmd(g),
 		templateCmd(g),
+		routineCmd(g),
 		usageCmd(g),
 		mcpCmd(g),
 		acpCmd(g),
