@@ -20,6 +20,7 @@ type Store interface {
 	ThreadStore
 	BrowserSessionStore
 	RoutineStore
+	WebhookStore
 
 	// Workspaces.
 	// CreateWorkspace inserts w and its owner. Unless allowDuplicateName,
