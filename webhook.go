@@ -44,10 +44,10 @@ type Webhook struct {
 	WorkspaceID string `json:"workspace_id,omitempty"`
 	// RoutineID limits it to one routine's events: routine.finished of
 	// that routine only.
-	RoutineID   string   `json:"routine_id,omitempty"`
-	URL         string   `json:"url"`
-	Events      []string `json:"events"`
-	Description string   `json:"description,omitempty"`
+	RoutineID   string    `json:"routine_id,omitempty"`
+	URL         string    `json:"url"`
+	Events      []string  `json:"events"`
+	Description string    `json:"description,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 }
 
