@@ -56,6 +56,7 @@ import (
 	"github.com/desk-runtime/desk/transfer"
 	"github.com/desk-runtime/desk/uistate"
 	"github.com/desk-runtime/desk/web"
+	"github.com/desk-runtime/desk/webhook"
 	"github.com/desk-runtime/desk/workspace"
 )
 
@@ -121,6 +122,9 @@ type Config struct {
 	// Routine tunes the routine scheduler (tests drive its clock and
 	// ticks); its Submitter, Sessions, Archive and Logger are filled in.
 	Routine routine.Options
+	// Webhook tunes the completion webhooks' dispatcher (AllowPrivate is
+	// DESK_WEBHOOK_ALLOW_PRIVATE); its Logger is filled in.
+	Webhook webhook.Options
 	// Model is the server's default model (DESK_MODEL): openai:<model>,
 	// anthropic:<model>, openai-compatible:<base-url>#<model>; empty means
 	// none (sessions may still choose their own, e.g. script).
@@ -187,6 +191,8 @@ type App struct {
 	Absorb    *absorb.Service
 	// Routines fires the workspaces' scheduled routines.
 	Routines *routine.Service
+	// Webhooks delivers completion webhooks from the store's outbox.
+	Webhooks *webhook.Service
 	UI       *uistate.Service // drafts, open holds, unread
 	// MCP serves /mcp.
 	MCP *mcpserver.Handler
@@ -564,6 +570,17 @@ func (a *App) openBackground(ctx context.Context) error {
 	if err := a.open(ctx, "routines", a.Routines); err != nil {
 		return err
 	}
+	// Webhooks read their outbox from the store: settles write it, so
+	// this only has to be open for deliveries to go out.
+	wo := a.Config.Webhook
+	wo.Logger = a.Logger.With("component", "webhook")
+	if wo.UserAgent == "" {
+		wo.UserAgent = "desk-webhooks/" + a.Config.Version
+	}
+	a.Webhooks = webhook.New(store, wo)
+	if err := a.open(ctx, "webhooks", a.Webhooks); err != nil {
+		return err
+	}
 	// The event streams close first, so a shutdown does not wait on them.
 	a.Streams = sse.NewStreams()
 	if err := a.open(ctx, "event streams", a.Streams); err != nil {
@@ -581,7 +598,7 @@ func (a *App) openDoors(ctx context.Context) error {
 		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, Conversation: a.Conversation, AgentStore: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, Runtimes: a.Runtimes, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		UI: a.UI, Streams: a.Streams, Logger: a.Logger.With("component", "http"), Version: cfg.Version,
 		AuthLog: httpdoor.NewAuthFailures(a.Logger.With("component", "http"), 0, nil), LoginLinks: a.LoginLinks,
-		BrowserSessions: a.BrowserSessions, Routines: a.Routines,
+		BrowserSessions: a.BrowserSessions, Routines: a.Routines, Webhooks: a.Webhooks,
 	}
 	api.Models = a.Models
 	// The web UI is served at / beside the API.

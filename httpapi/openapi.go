@@ -44,6 +44,8 @@ var paramDocs = map[string]string{
 	"msg":  "message id (msg_…)",
 	"thr":  "thread id (thr_…)",
 	"rtn":  "routine id (rtn_…)",
+	"whk":  "webhook id (whk_…)",
+	"whd":  "webhook delivery id (whd_…)",
 }
 
 // OpenAPI builds the OpenAPI 3.1 document of every route in the table.

@@ -79,6 +79,8 @@ type Server struct {
 	BrowserSessions desk.BrowserSessionService
 	// Routines are the workspaces' schedules; nil answers unavailable.
 	Routines desk.RoutineService
+	// Webhooks are the completion webhooks; nil answers unavailable.
+	Webhooks desk.WebhookService
 }
 
 // maxJSONBody bounds JSON request bodies; file bytes never travel as JSON.

@@ -39,6 +39,7 @@ func addClientCommands(root *cobra.Command, g *globals) {
 		askCmd(g),
 		templateCmd(g),
 		routineCmd(g),
+		webhookCmd(g),
 		usageCmd(g),
 		mcpCmd(g),
 		acpCmd(g),
