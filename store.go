@@ -21,6 +21,7 @@ type Store interface {
 	BrowserSessionStore
 	RoutineStore
 	WebhookStore
+	InboxStore
 
 	// Workspaces.
 	// CreateWorkspace inserts w and its owner. Unless allowDuplicateName,

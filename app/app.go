@@ -33,6 +33,7 @@ import (
 	"github.com/desk-runtime/desk/gateway"
 	"github.com/desk-runtime/desk/gc"
 	"github.com/desk-runtime/desk/httpapi"
+	"github.com/desk-runtime/desk/inbox"
 	"github.com/desk-runtime/desk/internal/httpdoor"
 	"github.com/desk-runtime/desk/internal/sse"
 	"github.com/desk-runtime/desk/layout"
@@ -191,9 +192,11 @@ type App struct {
 	Absorb    *absorb.Service
 	// Routines fires the workspaces' scheduled routines.
 	Routines *routine.Service
+	UI       *uistate.Service // drafts, open holds, unread
 	// Webhooks delivers completion webhooks from the store's outbox.
 	Webhooks *webhook.Service
-	UI       *uistate.Service // drafts, open holds, unread
+	// Inbox lists what waits on a person across sessions.
+	Inbox *inbox.Service
 	// MCP serves /mcp.
 	MCP *mcpserver.Handler
 	// Runtimes is the operator's registry of external agent runtimes;
@@ -593,12 +596,13 @@ func (a *App) openBackground(ctx context.Context) error {
 // one handler with the request-body deadlines.
 func (a *App) openDoors(ctx context.Context) error {
 	cfg, store := a.Config, a.Store
+	a.Inbox = inbox.New(store)
 	api := &httpapi.Server{
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
 		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, Conversation: a.Conversation, AgentStore: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, Runtimes: a.Runtimes, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		UI: a.UI, Streams: a.Streams, Logger: a.Logger.With("component", "http"), Version: cfg.Version,
 		AuthLog: httpdoor.NewAuthFailures(a.Logger.With("component", "http"), 0, nil), LoginLinks: a.LoginLinks,
-		BrowserSessions: a.BrowserSessions, Routines: a.Routines, Webhooks: a.Webhooks,
+		BrowserSessions: a.BrowserSessions, Routines: a.Routines, Webhooks: a.Webhooks, Inbox: a.Inbox,
 	}
 	api.Models = a.Models
 	// The web UI is served at / beside the API.

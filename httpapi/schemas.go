@@ -163,6 +163,9 @@ var components = []component{
 	{"RoutineRun", "routines", reflect.TypeFor[desk.RoutineRun]()},
 	{"RoutineRunList", "routines", reflect.TypeFor[desk.RoutineRunList]()},
 	{"RoutineUpdate", "routines", reflect.TypeFor[desk.RoutineUpdate]()},
+	// inbox.json
+	{"Inbox", "inbox", reflect.TypeFor[desk.Inbox]()},
+	{"InboxItem", "inbox", reflect.TypeFor[desk.InboxItem]()},
 	// webhooks.json
 	{"Webhook", "webhooks", reflect.TypeFor[desk.Webhook]()},
 	{"WebhookAttempt", "webhooks", reflect.TypeFor[desk.WebhookAttempt]()},
@@ -220,6 +223,7 @@ var enums = []enum{
 	{reflect.TypeFor[desk.RoutineUpdate](), "overlap", []string{"skip", "queue"}},
 	{reflect.TypeFor[desk.RoutineRun](), "trigger", []string{"schedule", "manual"}},
 	{reflect.TypeFor[desk.RoutineRun](), "status", []string{"running", "succeeded", "failed", "cancelled", "skipped"}},
+	{reflect.TypeFor[desk.InboxItem](), "kind", []string{"approval", "question", "plan", "routine_failed"}},
 	{reflect.TypeFor[desk.WebhookDelivery](), "status", []string{"pending", "delivered", "failed"}},
 	{reflect.TypeFor[desk.WebhookDelivery](), "event", desk.WebhookEvents},
 	{reflect.TypeFor[desk.AskResult](), "status", []string{"dispatched", "unavailable"}},

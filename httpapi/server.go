@@ -81,6 +81,8 @@ type Server struct {
 	Routines desk.RoutineService
 	// Webhooks are the completion webhooks; nil answers unavailable.
 	Webhooks desk.WebhookService
+	// Inbox lists what waits on the caller; nil answers unavailable.
+	Inbox desk.InboxService
 }
 
 // maxJSONBody bounds JSON request bodies; file bytes never travel as JSON.

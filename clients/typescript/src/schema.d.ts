@@ -346,6 +346,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/inbox": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Everything waiting on the caller across the sessions and routines it can see, oldest first: pending approvals, questions, plans awaiting review, and routines whose latest run failed. */
+        get: operations["get_inbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/input-requests/{inp}/answer": {
         parameters: {
             query?: never;
@@ -2467,6 +2484,34 @@ export interface components {
             tokens?: components["schemas"]["ActorToken"][];
             workspace: components["schemas"]["Workspace"] | null;
         };
+        /** @description Inbox is everything waiting on the caller across the sessions and routines it can see, oldest first. */
+        Inbox: {
+            /** @description Counts is the number of items by kind. */
+            counts: {
+                [key: string]: number;
+            };
+            items: components["schemas"]["InboxItem"][];
+        };
+        /** @description InboxItem is one thing waiting on the caller. */
+        InboxItem: {
+            /** @description AgeSeconds is how long it has waited, when the inbox was read. */
+            age_seconds: number;
+            approval?: components["schemas"]["Approval"];
+            /** Format: date-time */
+            created_at: string;
+            id: string;
+            /** @enum {string} */
+            kind: "approval" | "question" | "plan" | "routine_failed";
+            plan?: components["schemas"]["Plan"];
+            question?: components["schemas"]["InputRequest"];
+            routine_run?: components["schemas"]["RoutineRun"];
+            session_id?: string;
+            session_title?: string;
+            /** @description Summary is one line for people: the command to approve, the first question, the plan's title, the routine's name and error. */
+            summary: string;
+            surface_id?: string;
+            workspace_id: string;
+        };
         /** @description InputAnswer answers an input request. */
         InputAnswer: {
             /** @description Answers maps a question id to its answer; unanswered questions keep their default. */
@@ -4153,6 +4198,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_inbox: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Inbox"];
+                };
             };
             /** @description An error; see the code for what went wrong. */
             default: {

@@ -43,7 +43,16 @@ CREATE TABLE webhook_attempts (
     PRIMARY KEY (delivery_id, n)
 );
 
+-- The inbox lists what is pending across sessions: by status, not by
+-- session.
+CREATE INDEX approvals_status ON approvals (status, created_at);
+CREATE INDEX input_requests_status ON input_requests (status, created_at);
+CREATE INDEX plans_status ON plans (status, created_at);
+
 -- +goose Down
+DROP INDEX plans_status;
+DROP INDEX input_requests_status;
+DROP INDEX approvals_status;
 DROP TABLE webhook_attempts;
 DROP TABLE webhook_deliveries;
 DROP TABLE webhooks;
