@@ -609,7 +609,7 @@ func (a *App) openDoors(ctx context.Context) error {
 	api.Web = web.New(web.Deps{Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Files: a.Files,
 		Exec: a.Exec, Agent: a.Agent, Conversation: a.Conversation, Store: store, Logs: a.Logs, UI: a.UI, Catalog: a.Lifecycle, Streams: a.Streams,
 		Logger: a.Logger.With("component", "web"), Version: cfg.Version, AuthLog: api.AuthLog, LoginLinks: a.LoginLinks,
-		Models: a.Models, BrowserSessions: a.BrowserSessions, Routines: a.Routines})
+		Models: a.Models, BrowserSessions: a.BrowserSessions, Routines: a.Routines, Inbox: a.Inbox})
 	// MCP is served at /mcp over the API handler itself, in process, with
 	// the caller's own token (see package mcpserver).
 	apiH := api.Handler()

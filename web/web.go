@@ -85,6 +85,8 @@ type Deps struct {
 	BrowserSessions desk.BrowserSessionService
 	// Routines, when set, serves the workspace's Routines page.
 	Routines desk.RoutineService
+	// Inbox, when set, serves the Inbox page.
+	Inbox desk.InboxService
 }
 
 // LoginLinks redeems a login link's one-time code for the token a
@@ -180,6 +182,9 @@ func (s *Server) routes() {
 	m.Handle("GET /w/{ws}/routines", s.auth(s.routinesPage))
 	m.Handle("POST /w/{ws}/routines", s.auth(s.createRoutine))
 	m.Handle("POST /w/{ws}/routines/{rtn}/{op}", s.auth(s.routineAction))
+
+	m.Handle("GET /inbox", s.auth(s.inboxPage))
+	m.Handle("POST /inbox/approvals/{apr}", s.auth(s.inboxDecide))
 
 	m.Handle("GET /logs", s.auth(s.logsPage))
 	m.Handle("GET /logs/stream", s.auth(s.logsStream))

@@ -40,6 +40,7 @@ func addClientCommands(root *cobra.Command, g *globals) {
 		templateCmd(g),
 		routineCmd(g),
 		webhookCmd(g),
+		inboxCmd(g),
 		usageCmd(g),
 		mcpCmd(g),
 		acpCmd(g),
