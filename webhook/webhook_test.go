@@ -42,6 +42,11 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return newWorldOn(t, st)
+}
+
+func newWorldOn(t *testing.T, st *sqlstore.DB) *world {
+	t.Helper()
 	now := desk.Now()
 	ws := &desk.Workspace{ID: desk.NewID(desk.PrefixWorkspace), Name: "w", State: desk.WorkspaceActive, CreatedAt: now, UpdatedAt: now}
 	a := &desk.Actor{ID: desk.NewID(desk.PrefixActor), WorkspaceID: ws.ID, Name: desk.OwnerActorName, Kind: desk.ActorHuman, CreatedAt: now}
