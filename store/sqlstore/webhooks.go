@@ -188,18 +188,31 @@ func (s *DB) ClaimWebhookDelivery(ctx context.Context, id string, expectNext, le
 
 func (s *DB) RecordWebhookAttempt(ctx context.Context, d *desk.WebhookDelivery, a *desk.WebhookAttempt) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := s.exec(ctx, tx, `INSERT INTO webhook_attempts (delivery_id, n, at, status_code, error, duration_us) VALUES (?, ?, ?, ?, ?, ?)`,
-			a.DeliveryID, a.N, micros(a.At), a.StatusCode, a.Error, a.DurationMS*1000); err != nil {
-			return s.conflict(err, "attempt already recorded")
-		}
 		fin := int64(0)
 		if d.FinishedAt != nil {
 			fin = micros(*d.FinishedAt)
 		}
-		_, err := s.exec(ctx, tx, `UPDATE webhook_deliveries SET status = ?, attempts = ?, next_attempt_at = ?, last_status = ?,
+		res, err := s.exec(ctx, tx, `UPDATE webhook_deliveries SET status = ?, attempts = ?, next_attempt_at = ?, last_status = ?,
 			last_error = ?, finished_at = ? WHERE id = ?`,
 			d.Status, d.Attempts, micros(d.NextAttemptAt), d.LastStatus, d.LastError, fin, d.ID)
-		return err
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err == nil {
+				// Deleted with its webhook meanwhile: no orphan attempt.
+				err = desk.Errorf(desk.ENOTFOUND, "webhook delivery %s not found", d.ID)
+			}
+			return err
+		}
+		// The attempt's number is its key: a node whose lease ran out and
+		// that finishes after another node recorded the same attempt
+		// changes nothing (the transaction rolls back).
+		if _, err := s.exec(ctx, tx, `INSERT INTO webhook_attempts (delivery_id, n, at, status_code, error, duration_us) VALUES (?, ?, ?, ?, ?, ?)`,
+			a.DeliveryID, a.N, micros(a.At), a.StatusCode, a.Error, a.DurationMS*1000); err != nil {
+			return s.conflict(err, "attempt already recorded")
+		}
+		return nil
 	})
 }
 

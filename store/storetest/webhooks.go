@@ -94,8 +94,14 @@ func testWebhooks(t *testing.T, s desk.Store) {
 	fin := now.Add(6 * time.Second)
 	d.Attempts, d.Status, d.LastStatus, d.LastError, d.FinishedAt = 2, desk.WebhookDeliveryDelivered, 204, "", &fin
 	must(t, s.RecordWebhookAttempt(ctx, d, &desk.WebhookAttempt{DeliveryID: d.ID, N: 2, At: fin, StatusCode: 204, DurationMS: 1}))
-	if err := s.RecordWebhookAttempt(ctx, d, &desk.WebhookAttempt{DeliveryID: d.ID, N: 2, At: fin}); !desk.IsCode(err, desk.ECONFLICT) {
+	stale := *d
+	stale.Status, stale.FinishedAt, stale.LastStatus = desk.WebhookDeliveryFailed, &fin, 500
+	if err := s.RecordWebhookAttempt(ctx, &stale, &desk.WebhookAttempt{DeliveryID: d.ID, N: 2, At: fin}); !desk.IsCode(err, desk.ECONFLICT) {
 		t.Fatalf("recording attempt 2 twice: %v", err)
+	}
+	gone := &desk.WebhookDelivery{ID: "whd_gone", Status: desk.WebhookDeliveryDelivered}
+	if err := s.RecordWebhookAttempt(ctx, gone, &desk.WebhookAttempt{DeliveryID: gone.ID, N: 1, At: fin}); !desk.IsCode(err, desk.ENOTFOUND) {
+		t.Fatalf("recording an attempt of a deleted delivery: %v", err)
 	}
 	got2, err := s.GetWebhookDelivery(ctx, d.ID)
 	if err != nil || got2.Status != desk.WebhookDeliveryDelivered || got2.Attempts != 2 || got2.LastStatus != 204 || got2.FinishedAt == nil {
