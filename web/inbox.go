@@ -54,3 +54,16 @@ func (s *Server) inboxDecide(w http.ResponseWriter, r *request) error {
 	}
 	return s.render(w, "inbox-main", v)
 }
+
+// inboxCount is the top bar's count of what waits on the caller.
+func (s *Server) inboxCount(w http.ResponseWriter, r *request) error {
+	v, err := s.inboxView(r)
+	if err != nil {
+		return err
+	}
+	n := 0
+	if v.In != nil {
+		n = len(v.In.Items)
+	}
+	return s.render(w, "inbox-count", n)
+}

@@ -37,6 +37,12 @@ func TestInboxPage(t *testing.T) {
 	if !strings.Contains(page, "alice&#39;s") || strings.Contains(page, "<b>hi</b>") || !strings.Contains(page, "&lt;b&gt;hi&lt;/b&gt;") {
 		t.Fatalf("admin inbox page:\n%s", page)
 	}
+	if c, _ := admin.get("/inbox/count"); !strings.Contains(c, `aria-label="1 waiting on you"`) {
+		t.Fatalf("inbox count = %s", c)
+	}
+	if c, _ := signInWith(t, f.e, bob.Token).get("/inbox/count"); strings.Contains(c, "waiting") {
+		t.Fatalf("bob's inbox count = %s", c)
+	}
 	if p, _ := signInWith(t, f.e, alice.Token).get("/inbox"); !strings.Contains(p, `data-kind="approval"`) {
 		t.Fatalf("alice's inbox page has no approval:\n%s", p)
 	}

@@ -185,6 +185,7 @@ func (s *Server) routes() {
 
 	m.Handle("GET /inbox", s.auth(s.inboxPage))
 	m.Handle("POST /inbox/approvals/{apr}", s.auth(s.inboxDecide))
+	m.Handle("GET /inbox/count", s.auth(s.inboxCount))
 
 	m.Handle("GET /logs", s.auth(s.logsPage))
 	m.Handle("GET /logs/stream", s.auth(s.logsStream))
