@@ -394,3 +394,114 @@ func TestFloodWithADeadReceiverStaysBounded(t *testing.T) {
 	}
 	t.Logf("goroutines: base %d, peak %d while %d deliveries waited", base, peak, events)
 }
+
+// BenchmarkFloodDeadReceiver queues b.N completions for a receiver that
+// accepts connections and never answers, lets the dispatcher work
+// through them for a while, and reports the peak goroutines above the
+// base and the heap growth: both stay flat however many events wait,
+// since only Concurrency deliveries are ever loaded.
+func BenchmarkFloodDeadReceiver(b *testing.B) {
+	dir := b.TempDir()
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "desk.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var mu sync.Mutex
+	var open []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			open = append(open, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	wb := &benchWorld{b: b, store: st}
+	wb.setup()
+	o := fast()
+	o.Concurrency, o.Timeout, o.Backoff = 8, 100*time.Millisecond, []time.Duration{time.Hour}
+	s := webhook.New(st, o)
+	if _, err := s.Create(adminCtx, desk.WebhookCreate{URL: "http://" + ln.Addr().String()}); err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+		wb.settle()
+	}
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	base := runtime.NumGoroutine()
+	b.ResetTimer()
+	if err := s.Open(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	peak := 0
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		peak = max(peak, runtime.NumGoroutine())
+		time.Sleep(5 * time.Millisecond) // sampling, not waiting for an event
+	}
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	b.StopTimer()
+	s.Close(context.Background())
+	b.ReportMetric(float64(peak-base), "peak-goroutines")
+	b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/(1<<20), "heap-growth-MiB")
+}
+
+// benchWorld is world for benchmarks.
+type benchWorld struct {
+	b     *testing.B
+	store *sqlstore.DB
+	ses   *desk.Session
+}
+
+func (w *benchWorld) setup() {
+	now := desk.Now()
+	ws := &desk.Workspace{ID: desk.NewID(desk.PrefixWorkspace), Name: "w", State: desk.WorkspaceActive, CreatedAt: now, UpdatedAt: now}
+	a := &desk.Actor{ID: desk.NewID(desk.PrefixActor), WorkspaceID: ws.ID, Name: desk.OwnerActorName, Kind: desk.ActorHuman, CreatedAt: now}
+	if err := w.store.CreateWorkspace(context.Background(), ws, a, true); err != nil {
+		w.b.Fatal(err)
+	}
+	w.ses = &desk.Session{ID: desk.NewID(desk.PrefixSession), Signature: desk.NewSignature(), WorkspaceID: ws.ID, Actor: a.ID,
+		Title: "s", Lifecycle: desk.SessionActive, CreatedAt: now, UpdatedAt: now,
+		Origin: desk.Origin{WorkspaceID: ws.ID, Actor: desk.AdminActor, Kind: desk.OriginUser}}
+	if err := w.store.CreateSession(context.Background(), w.ses); err != nil {
+		w.b.Fatal(err)
+	}
+}
+
+func (w *benchWorld) settle() {
+	ctx := context.Background()
+	now := desk.Now()
+	it := &desk.QueueItem{ID: desk.NewID(desk.PrefixQueue), SurfaceID: w.ses.SurfaceID, SessionID: w.ses.ID, WorkspaceID: w.ses.WorkspaceID,
+		Kind: desk.QueueUserMessage, Priority: desk.PriorityNormal, Text: "x", Channel: "t", ConversationID: w.ses.ID, CreatedAt: now}
+	if _, _, err := w.store.Enqueue(ctx, it, desk.EnqueueOptions{}); err != nil {
+		w.b.Fatal(err)
+	}
+	_, x, err := w.store.Claim(ctx, desk.ClaimRequest{SurfaceID: w.ses.SurfaceID, Owner: "own_1", ExecutionID: desk.NewID(desk.PrefixExecution),
+		Now: now, LeaseUntil: now.Add(time.Minute)})
+	if err != nil || x == nil {
+		w.b.Fatalf("claim: %v %v", x, err)
+	}
+	if _, _, err := w.store.Settle(ctx, desk.SettleRequest{ExecutionID: x.ID, Owner: "own_1", Phase: desk.PhaseEnded,
+		ItemStatus: desk.QueueStatusDelivered, Now: desk.Now()}); err != nil {
+		w.b.Fatal(err)
+	}
+}
