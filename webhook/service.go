@@ -77,6 +77,9 @@ type Options struct {
 var defaultBackoff = []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute,
 	time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour}
 
+// maxURLBytes bounds a webhook's URL (and description).
+const maxURLBytes = 2048
+
 // maxDeliveriesListed bounds GET …/deliveries.
 const maxDeliveriesListed = 500
 
@@ -338,6 +341,9 @@ func admin(ctx context.Context) error {
 // checkURL refuses what is not an http(s) URL, and an address literal
 // in a refused range (names are checked at connect time, every time).
 func (s *Service) checkURL(raw string) error {
+	if len(raw) > maxURLBytes {
+		return desk.Errorf(desk.EINVALID, "url is %d bytes; at most %d", len(raw), maxURLBytes)
+	}
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || raw == "" {
 		return desk.Errorf(desk.EINVALID, "url %q is not a URL", raw)
@@ -372,6 +378,9 @@ func (s *Service) Create(ctx context.Context, in desk.WebhookCreate) (*desk.Webh
 	}
 	if err := s.checkURL(in.URL); err != nil {
 		return nil, err
+	}
+	if len(in.Description) > maxURLBytes {
+		return nil, desk.Errorf(desk.EINVALID, "description is %d bytes; at most %d", len(in.Description), maxURLBytes)
 	}
 	events := in.Events
 	if len(events) == 0 {

@@ -301,7 +301,7 @@ func TestSSRFRefused(t *testing.T) {
 	s := w.service(o)
 	for _, u := range []string{"http://127.0.0.1:8080/x", "http://169.254.169.254/latest/meta-data/", "http://[::1]:7777/",
 		"http://[::ffff:127.0.0.1]/", "http://10.1.2.3/", "http://0.0.0.0:7777/", "http://[fd00:ec2::254]/", "ftp://example.com/",
-		"file:///etc/passwd", "http://user:pw@example.com/", "not a url"} {
+		"file:///etc/passwd", "http://user:pw@example.com/", "not a url", "https://example.com/" + strings.Repeat("a", 3000)} {
 		if _, err := s.Create(adminCtx, desk.WebhookCreate{URL: u}); !desk.IsCode(err, desk.EINVALID) || !strings.Contains(err.Error(), "url") {
 			t.Errorf("Create(%s) = %v, want EINVALID naming url", u, err)
 		}
