@@ -505,3 +505,28 @@ func (w *benchWorld) settle() {
 		w.b.Fatal(err)
 	}
 }
+
+// TestRedirectIsNotFollowed: a receiver that answers with a redirect does
+// not get desk to request the redirect's target (which the address check
+// never saw by name): the attempt is a failure naming the status.
+func TestRedirectIsNotFollowed(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	var targetHits atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { targetHits.Add(1) }))
+	defer target.Close()
+	redirector := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		http.Redirect(rw, r, target.URL+"/latest/meta-data/", http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+	s := w.service(fast())
+	h, err := s.Create(adminCtx, desk.WebhookCreate{URL: redirector.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.settle(desk.PhaseEnded)
+	d := waitDelivery(t, s, h.ID, desk.WebhookDeliveryFailed)
+	if targetHits.Load() != 0 || d.AttemptLog[0].StatusCode != http.StatusTemporaryRedirect || !strings.Contains(d.LastError, "307") {
+		t.Fatalf("redirect: target hit %d times, delivery %+v", targetHits.Load(), d)
+	}
+}
