@@ -21,6 +21,8 @@ type Store interface {
 	BrowserSessionStore
 	RoutineStore
 	DispatchStore
+	WebhookStore
+	InboxStore
 
 	// Workspaces.
 	// CreateWorkspace inserts w and its owner. Unless allowDuplicateName,

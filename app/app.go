@@ -34,6 +34,7 @@ import (
 	"github.com/desk-runtime/desk/gateway"
 	"github.com/desk-runtime/desk/gc"
 	"github.com/desk-runtime/desk/httpapi"
+	"github.com/desk-runtime/desk/inbox"
 	"github.com/desk-runtime/desk/internal/httpdoor"
 	"github.com/desk-runtime/desk/internal/sse"
 	"github.com/desk-runtime/desk/layout"
@@ -57,6 +58,7 @@ import (
 	"github.com/desk-runtime/desk/transfer"
 	"github.com/desk-runtime/desk/uistate"
 	"github.com/desk-runtime/desk/web"
+	"github.com/desk-runtime/desk/webhook"
 	"github.com/desk-runtime/desk/workspace"
 )
 
@@ -122,6 +124,9 @@ type Config struct {
 	// Routine tunes the routine scheduler (tests drive its clock and
 	// ticks); its Submitter, Sessions, Archive and Logger are filled in.
 	Routine routine.Options
+	// Webhook tunes the completion webhooks' dispatcher (AllowPrivate is
+	// DESK_WEBHOOK_ALLOW_PRIVATE); its Logger is filled in.
+	Webhook webhook.Options
 	// Model is the server's default model (DESK_MODEL): openai:<model>,
 	// anthropic:<model>, openai-compatible:<base-url>#<model>; empty means
 	// none (sessions may still choose their own, e.g. script).
@@ -192,6 +197,10 @@ type App struct {
 	// tool).
 	Dispatches *dispatch.Service
 	UI         *uistate.Service // drafts, open holds, unread
+	// Webhooks delivers completion webhooks from the store's outbox.
+	Webhooks *webhook.Service
+	// Inbox lists what waits on a person across sessions.
+	Inbox *inbox.Service
 	// MCP serves /mcp.
 	MCP *mcpserver.Handler
 	// Runtimes is the operator's registry of external agent runtimes;
@@ -577,6 +586,17 @@ func (a *App) openBackground(ctx context.Context) error {
 	if err := a.open(ctx, "dispatches", a.Dispatches); err != nil {
 		return err
 	}
+	// Webhooks read their outbox from the store: settles write it, so
+	// this only has to be open for deliveries to go out.
+	wo := a.Config.Webhook
+	wo.Logger = a.Logger.With("component", "webhook")
+	if wo.UserAgent == "" {
+		wo.UserAgent = "desk-webhooks/" + a.Config.Version
+	}
+	a.Webhooks = webhook.New(store, wo)
+	if err := a.open(ctx, "webhooks", a.Webhooks); err != nil {
+		return err
+	}
 	// The event streams close first, so a shutdown does not wait on them.
 	a.Streams = sse.NewStreams()
 	if err := a.open(ctx, "event streams", a.Streams); err != nil {
@@ -589,19 +609,20 @@ func (a *App) openBackground(ctx context.Context) error {
 // one handler with the request-body deadlines.
 func (a *App) openDoors(ctx context.Context) error {
 	cfg, store := a.Config, a.Store
+	a.Inbox = inbox.New(store)
 	api := &httpapi.Server{
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
 		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, Conversation: a.Conversation, AgentStore: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, Runtimes: a.Runtimes, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		UI: a.UI, Streams: a.Streams, Logger: a.Logger.With("component", "http"), Version: cfg.Version,
 		AuthLog: httpdoor.NewAuthFailures(a.Logger.With("component", "http"), 0, nil), LoginLinks: a.LoginLinks,
-		BrowserSessions: a.BrowserSessions, Routines: a.Routines, Dispatches: a.Dispatches,
+		BrowserSessions: a.BrowserSessions, Routines: a.Routines, Dispatches: a.Dispatches, Webhooks: a.Webhooks, Inbox: a.Inbox,
 	}
 	api.Models = a.Models
 	// The web UI is served at / beside the API.
 	api.Web = web.New(web.Deps{Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Files: a.Files,
 		Exec: a.Exec, Agent: a.Agent, Conversation: a.Conversation, Store: store, Logs: a.Logs, UI: a.UI, Catalog: a.Lifecycle, Streams: a.Streams,
 		Logger: a.Logger.With("component", "web"), Version: cfg.Version, AuthLog: api.AuthLog, LoginLinks: a.LoginLinks,
-		Models: a.Models, BrowserSessions: a.BrowserSessions})
+		Models: a.Models, BrowserSessions: a.BrowserSessions, Routines: a.Routines, Inbox: a.Inbox})
 	// MCP is served at /mcp over the API handler itself, in process, with
 	// the caller's own token (see package mcpserver).
 	apiH := api.Handler()

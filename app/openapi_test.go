@@ -177,6 +177,7 @@ type fixtureSet struct {
 	thrSes, thr                   string // a session with a reported handler thread, and the thread
 	rtn                           string // a routine on ses, every hour
 	dsp                           string // a dispatch (an ask of ses)
+	whk, whd                      string // a webhook of ws and a delivery of it
 	// idle is a workspace with nothing running (to offboard), departed
 	// one already offboarded (to restore or purge).
 	idle, departed string
@@ -186,6 +187,11 @@ type fixtureSet struct {
 
 func (w *world) fixtures(t *testing.T) fixtureSet {
 	slow := map[string]any{"steps": []map[string]any{{"text": "slow slow slow slow", "delay_ms": 60000}}}
+	// A webhook of the workspace, before any turn ends, so the
+	// interrupted turn below leaves it a delivery (to a name that never
+	// resolves: it only ever retries).
+	var whk desk.WebhookCreated
+	w.Must(201, "POST", "/v1/webhooks", map[string]any{"url": "https://example.invalid/hook", "workspace_id": w.ws.ID}, &whk)
 	var x desk.Session
 	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]any{"title": "fx", "model": "script", "script": slow}, &x)
 	a := w.put(x.ID, "fx.md", []byte("# v1\n"))
@@ -224,6 +230,11 @@ func (w *world) fixtures(t *testing.T) fixtureSet {
 		return e.Phase == desk.PhaseRunning
 	})
 	w.Must(200, "POST", "/v1/sessions/"+y.ID+"/executions/"+run.ExecutionID+"/interrupt", nil, nil)
+	var whd desk.WebhookDeliveryList
+	waitFor(t, "the interrupted turn's webhook delivery", func() bool {
+		w.Must(200, "GET", "/v1/webhooks/"+whk.ID+"/deliveries", nil, &whd)
+		return len(whd.Deliveries) > 0
+	})
 	var bs struct{ Blocks []desk.Block }
 	w.Must(200, "GET", "/v1/sessions/"+y.ID+"/blocks", nil, &bs)
 	if first.ExecutionID == "" || second.ExecutionID != "" || len(bs.Blocks) != 1 {
@@ -247,7 +258,7 @@ func (w *world) fixtures(t *testing.T) fixtureSet {
 	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/routines", map[string]any{"name": "fx", "schedule": "@hourly", "session_id": x.ID, "prompt": "tick", "overlap": "queue"}, &rtn)
 	var ask desk.AskResult
 	w.Must(200, "POST", "/v1/ask", map[string]any{"target": map[string]string{"kind": "session", "id": x.ID}, "prompt": "fx", "subject": "fixture"}, &ask)
-	return fixtureSet{dsp: ask.DispatchID, rtn: rtn.ID, rt: rt, ws: w.ws.ID, ses: x.ID, art: a.ID, grp: g.ID, item: it.ID, file: a.Path,
+	return fixtureSet{dsp: ask.DispatchID, rtn: rtn.ID, whk: whk.ID, whd: whd.Deliveries[0].ID, rt: rt, ws: w.ws.ID, ses: x.ID, art: a.ID, grp: g.ID, item: it.ID, file: a.Path,
 		srf: x.SurfaceID, exe: first.ExecutionID, q: second.Item.ID, blk: bs.Blocks[0].ID, blkSes: y.ID,
 		apr: apr, inp: inp, pln: pln, msg: msg, idle: idle.ID, departed: departed.ID, tpl: w.templateFixtures(t)}
 }
@@ -296,7 +307,8 @@ var actorSeq int
 
 func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (string, any) {
 	url := strings.NewReplacer("{ws}", f.ws, "{id}", f.ws, "{ses}", f.ses, "{art}", f.art, "{grp}", f.grp, "{item}", f.item,
-		"{srf}", f.srf, "{exe}", f.exe, "{q}", f.q, "{blk}", f.blk, "{apr}", f.apr, "{inp}", f.inp, "{pln}", f.pln, "{name}", f.rt, "{msg}", f.msg, "{rtn}", f.rtn, "{dsp}", f.dsp).Replace(p)
+		"{srf}", f.srf, "{exe}", f.exe, "{q}", f.q, "{blk}", f.blk, "{apr}", f.apr, "{inp}", f.inp, "{pln}", f.pln, "{name}", f.rt, "{msg}", f.msg, "{rtn}", f.rtn,
+		"{dsp}", f.dsp, "{whk}", f.whk, "{whd}", f.whd).Replace(p)
 	if strings.Contains(p, "{blk}") || strings.HasSuffix(p, "/retire") || strings.HasSuffix(p, "/recall") {
 		// The block lives in the second fixture session.
 		url = strings.Replace(url, "/sessions/"+f.ses+"/", "/sessions/"+f.blkSes+"/", 1)
@@ -412,6 +424,8 @@ func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (st
 		return url, map[string]any{"name": "made", "schedule": "0 9 * * 1-5", "time_zone": "Europe/Paris", "prompt": "the daily summary"}
 	case "RoutineUpdate":
 		return url, map[string]any{"enabled": false}
+	case "WebhookCreate":
+		return url, map[string]any{"url": "https://example.invalid/made", "events": []string{"execution.ended"}}
 	case "WorkspacePatch":
 		return url, map[string]string{"primary_root": "/artifacts"}
 	}

@@ -45,6 +45,8 @@ var paramDocs = map[string]string{
 	"thr":  "thread id (thr_…)",
 	"rtn":  "routine id (rtn_…)",
 	"dsp":  "dispatch id (dsp_…)",
+	"whk":  "webhook id (whk_…)",
+	"whd":  "webhook delivery id (whd_…)",
 }
 
 // OpenAPI builds the OpenAPI 3.1 document of every route in the table.

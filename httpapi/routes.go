@@ -49,7 +49,7 @@ func (s *Server) routes() []route {
 		groupRoutes(), guestRoutes(), archiveRoutes(), logRoutes(), adminRoutes(),
 		executionRoutes(), agentRoutes(), filesRoutes(), transferRoutes(), uiRoutes(),
 		lifecycleRoutes(), templateRoutes(), absorbRoutes(), usageRoutes(), runtimeRoutes(),
-		threadRoutes(), routineRoutes(), aguiRoutes(),
+		threadRoutes(), routineRoutes(), aguiRoutes(), webhookRoutes(), inboxRoutes(),
 	} {
 		all = append(all, part...)
 	}

@@ -165,6 +165,17 @@ var components = []component{
 	{"RoutineRun", "routines", reflect.TypeFor[desk.RoutineRun]()},
 	{"RoutineRunList", "routines", reflect.TypeFor[desk.RoutineRunList]()},
 	{"RoutineUpdate", "routines", reflect.TypeFor[desk.RoutineUpdate]()},
+	// inbox.json
+	{"Inbox", "inbox", reflect.TypeFor[desk.Inbox]()},
+	{"InboxItem", "inbox", reflect.TypeFor[desk.InboxItem]()},
+	// webhooks.json
+	{"Webhook", "webhooks", reflect.TypeFor[desk.Webhook]()},
+	{"WebhookAttempt", "webhooks", reflect.TypeFor[desk.WebhookAttempt]()},
+	{"WebhookCreate", "webhooks", reflect.TypeFor[desk.WebhookCreate]()},
+	{"WebhookCreated", "webhooks", reflect.TypeFor[desk.WebhookCreated]()},
+	{"WebhookDelivery", "webhooks", reflect.TypeFor[desk.WebhookDelivery]()},
+	{"WebhookDeliveryList", "webhooks", reflect.TypeFor[desk.WebhookDeliveryList]()},
+	{"WebhookList", "webhooks", reflect.TypeFor[desk.WebhookList]()},
 	// threads.json
 	{"Episode", "threads", reflect.TypeFor[desk.Episode]()},
 	{"EpisodeList", "threads", reflect.TypeFor[desk.EpisodeList]()},
@@ -214,6 +225,9 @@ var enums = []enum{
 	{reflect.TypeFor[desk.RoutineUpdate](), "overlap", []string{"skip", "queue"}},
 	{reflect.TypeFor[desk.RoutineRun](), "trigger", []string{"schedule", "manual"}},
 	{reflect.TypeFor[desk.RoutineRun](), "status", []string{"running", "succeeded", "failed", "cancelled", "skipped"}},
+	{reflect.TypeFor[desk.InboxItem](), "kind", []string{"approval", "question", "plan", "routine_failed"}},
+	{reflect.TypeFor[desk.WebhookDelivery](), "status", []string{"pending", "delivered", "failed"}},
+	{reflect.TypeFor[desk.WebhookDelivery](), "event", desk.WebhookEvents},
 	{reflect.TypeFor[desk.AskResult](), "status", []string{"dispatched", "unavailable"}},
 	{reflect.TypeFor[desk.AskResult](), "resolution", []string{"exact", "unavailable", "reconstructed"}},
 	{reflect.TypeFor[desk.AskResult](), "reason", []string{"retired-session", "departed-workspace", "purged-workspace", "unknown-workspace", "unknown-target"}},

@@ -82,6 +82,10 @@ type Server struct {
 	// Dispatches record asks with reply ownership; nil: /v1/ask only
 	// queues the prompt and the dispatch routes answer unavailable.
 	Dispatches desk.DispatchService
+	// Webhooks are the completion webhooks; nil answers unavailable.
+	Webhooks desk.WebhookService
+	// Inbox lists what waits on the caller; nil answers unavailable.
+	Inbox desk.InboxService
 }
 
 // maxJSONBody bounds JSON request bodies; file bytes never travel as JSON.

@@ -269,6 +269,7 @@ func (b *backend) addTools(s *sdk.Server) {
 			return caller(ctx).AnswerInput(ctx, in.InputRequestID, in.Answers)
 		})
 	b.addThreadTools(s)
+	b.addRoutineTools(s)
 }
 
 func nonNil[T any](s []T) []T {

@@ -83,6 +83,10 @@ type Deps struct {
 	// BrowserSessions signs browsers in: the session cookie holds a
 	// browser session's id, never a token. nil signs no browser in.
 	BrowserSessions desk.BrowserSessionService
+	// Routines, when set, serves the workspace's Routines page.
+	Routines desk.RoutineService
+	// Inbox, when set, serves the Inbox page.
+	Inbox desk.InboxService
 }
 
 // LoginLinks redeems a login link's one-time code for the token a
@@ -174,6 +178,14 @@ func (s *Server) routes() {
 	m.Handle("POST /w/{ws}/files/upload", s.auth(s.fileUpload))
 	m.Handle("POST /w/{ws}/files/delete", s.auth(s.fileDelete))
 	m.Handle("POST /w/{ws}/files/delete-prefix", s.auth(s.fileDeletePrefix))
+
+	m.Handle("GET /w/{ws}/routines", s.auth(s.routinesPage))
+	m.Handle("POST /w/{ws}/routines", s.auth(s.createRoutine))
+	m.Handle("POST /w/{ws}/routines/{rtn}/{op}", s.auth(s.routineAction))
+
+	m.Handle("GET /inbox", s.auth(s.inboxPage))
+	m.Handle("POST /inbox/approvals/{apr}", s.auth(s.inboxDecide))
+	m.Handle("GET /inbox/count", s.auth(s.inboxCount))
 
 	m.Handle("GET /logs", s.auth(s.logsPage))
 	m.Handle("GET /logs/stream", s.auth(s.logsStream))

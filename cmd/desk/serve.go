@@ -20,6 +20,7 @@ import (
 	"github.com/desk-runtime/desk/agent/search"
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/models"
+	"github.com/desk-runtime/desk/webhook"
 )
 
 // servedWith is the configuration a server runs with, as flags: every
@@ -146,6 +147,15 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 			}
 			defer unlock()
 
+			// Webhooks may reach private addresses only when the operator
+			// says so (SSRF; docs/automation.md).
+			var hooks webhook.Options
+			if v := os.Getenv("DESK_WEBHOOK_ALLOW_PRIVATE"); v != "" {
+				if hooks.AllowPrivate, err = strconv.ParseBool(v); err != nil {
+					return usagef("DESK_WEBHOOK_ALLOW_PRIVATE=%q: want true or false", v)
+				}
+			}
+
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			a, err := app.Open(ctx, app.Config{
@@ -156,6 +166,7 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 				MCPOrigins:          strings.FieldsFunc(os.Getenv("DESK_MCP_ORIGINS"), func(r rune) bool { return r == ',' || r == ' ' }),
 				MCPSessionsPerToken: int(min(mcpSessions, 1<<20)),
 				Execution:           eo,
+				Webhook:             hooks,
 			})
 			if err != nil {
 				return err

@@ -660,6 +660,13 @@ func (s *DB) Settle(ctx context.Context, r desk.SettleRequest) (*desk.Execution,
 			return err
 		}
 		out = x
+		// The webhook outbox commits with the settle: a turn that is over
+		// always has its deliveries (a requeued one is not over).
+		if !r.Requeue {
+			if err := s.enqueueWebhooks(ctx, tx, x.WorkspaceID, "", "execution."+x.Phase, now, executionWebhookData(x)); err != nil {
+				return err
+			}
+		}
 		return s.emit(ctx, tx, now, evs...)
 	})
 	if err != nil && desk.IsCode(err, desk.ECONFLICT) {

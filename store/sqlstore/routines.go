@@ -140,12 +140,33 @@ func (s *DB) UpdateRoutineRun(ctx context.Context, run *desk.RoutineRun, fromSta
 	if fromExecution != nil {
 		q, args = q+` AND execution_id = ?`, append(args, *fromExecution)
 	}
-	res, err := s.exec(ctx, s.db, q, args...)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	return n > 0, err
+	applied := false
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		applied = false
+		res, err := s.exec(ctx, tx, q, args...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n == 0 {
+			return err
+		}
+		applied = true
+		// A run's final status commits with its routine.finished webhook
+		// deliveries (a skipped run never started, so it finished nothing).
+		switch run.Status {
+		case desk.RoutineRunSucceeded, desk.RoutineRunFailed, desk.RoutineRunCancelled:
+			now := time.Now()
+			if run.FinishedAt != nil {
+				now = *run.FinishedAt
+			}
+			return s.enqueueWebhooks(ctx, tx, run.WorkspaceID, run.RoutineID, desk.WebhookRoutineFinished, now, desk.WebhookRoutineData{
+				WorkspaceID: run.WorkspaceID, RoutineID: run.RoutineID, RunID: run.ID, Status: run.Status,
+				SessionID: run.SessionID, ExecutionID: run.ExecutionID, Error: run.Error})
+		}
+		return nil
+	})
+	return applied, err
 }
 
 const routineRunCols = `id, routine_id, workspace_id, trigger_kind, scheduled_for, status, session_id, queue_item_id,

@@ -38,6 +38,8 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Fence", func(t *testing.T) { testFence(t, open(t)) })
 	t.Run("Routines", func(t *testing.T) { testRoutines(t, open(t)) })
 	t.Run("Dispatches", func(t *testing.T) { testDispatches(t, open(t)) })
+	t.Run("Webhooks", func(t *testing.T) { testWebhooks(t, open(t)) })
+	t.Run("Inbox", func(t *testing.T) { testInbox(t, open(t)) })
 	t.Run("AppLog", func(t *testing.T) { testAppLog(t, open(t)) })
 	t.Run("Files", func(t *testing.T) { testFiles(t, open) })
 	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, open) })

@@ -380,6 +380,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/inbox": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Everything waiting on the caller across the sessions and routines it can see, oldest first: pending approvals, questions, plans awaiting review, and routines whose latest run failed. */
+        get: operations["get_inbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/input-requests/{inp}/answer": {
         parameters: {
             query?: never;
@@ -1251,6 +1268,93 @@ export interface paths {
         get: operations["get_threads_thr_episodes"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the webhooks (admin); secrets are never shown again. */
+        get: operations["get_webhooks"];
+        put?: never;
+        /** Create a completion webhook (admin): a URL that receives a signed POST (Standard Webhooks) when a turn or a routine run finishes. The answer carries the signing secret, shown this once. */
+        post: operations["post_webhooks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{whk}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a webhook (admin). */
+        get: operations["get_webhooks_whk"];
+        put?: never;
+        post?: never;
+        /** Delete a webhook and its deliveries (admin). */
+        delete: operations["delete_webhooks_whk"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{whk}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A webhook's deliveries, newest first: status, attempts, next attempt, last status and error (admin). */
+        get: operations["get_webhooks_whk_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{whk}/deliveries/{whd}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One delivery with its payload and the log of its attempts (admin). */
+        get: operations["get_webhooks_whk_deliveries_whd"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{whk}/deliveries/{whd}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a delivery again now, with the same id (admin). */
+        post: operations["post_webhooks_whk_deliveries_whd_redeliver"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2454,6 +2558,34 @@ export interface components {
             tokens?: components["schemas"]["ActorToken"][];
             workspace: components["schemas"]["Workspace"] | null;
         };
+        /** @description Inbox is everything waiting on the caller across the sessions and routines it can see, oldest first. */
+        Inbox: {
+            /** @description Counts is the number of items by kind. */
+            counts: {
+                [key: string]: number;
+            };
+            items: components["schemas"]["InboxItem"][];
+        };
+        /** @description InboxItem is one thing waiting on the caller. */
+        InboxItem: {
+            /** @description AgeSeconds is how long it has waited, when the inbox was read. */
+            age_seconds: number;
+            approval?: components["schemas"]["Approval"];
+            /** Format: date-time */
+            created_at: string;
+            id: string;
+            /** @enum {string} */
+            kind: "approval" | "question" | "plan" | "routine_failed";
+            plan?: components["schemas"]["Plan"];
+            question?: components["schemas"]["InputRequest"];
+            routine_run?: components["schemas"]["RoutineRun"];
+            session_id?: string;
+            session_title?: string;
+            /** @description Summary is one line for people: the command to approve, the first question, the plan's title, the routine's name and error. */
+            summary: string;
+            surface_id?: string;
+            workspace_id: string;
+        };
         /** @description InputAnswer answers an input request. */
         InputAnswer: {
             /** @description Answers maps a question id to its answer; unanswered questions keep their default. */
@@ -3257,6 +3389,88 @@ export interface components {
             input_tokens: number;
             output_tokens: number;
             total_tokens: number;
+        };
+        /** @description Webhook is a URL that receives a signed POST when a turn (or a routine run) finishes. */
+        Webhook: {
+            /** Format: date-time */
+            created_at: string;
+            description?: string;
+            events: string[];
+            id: string;
+            /** @description RoutineID limits it to one routine's events: routine.finished of that routine only. */
+            routine_id?: string;
+            url: string;
+            /** @description WorkspaceID limits it to one workspace; empty means every one. */
+            workspace_id?: string;
+        };
+        /** @description WebhookAttempt is one POST of a delivery. */
+        WebhookAttempt: {
+            /** Format: date-time */
+            at: string;
+            delivery_id: string;
+            duration_ms: number;
+            error?: string;
+            n: number;
+            status_code?: number;
+        };
+        /** @description WebhookCreate is the body of POST /v1/webhooks. */
+        WebhookCreate: {
+            description?: string;
+            /** @description Events defaults to every execution.* event. */
+            events?: string[];
+            /** @description ignored: provenance is stamped by the server from the token */
+            origin?: unknown;
+            routine_id?: string;
+            /** @description URL is where deliveries are POSTed: http or https, and (unless the operator allows private addresses) not a loopback, private, link-local or metadata address. */
+            url: string;
+            workspace_id?: string;
+        };
+        /** @description WebhookCreated is the answer to POST /v1/webhooks: the webhook and its signing secret, which is shown this once and never again. */
+        WebhookCreated: {
+            /** Format: date-time */
+            created_at: string;
+            description?: string;
+            events: string[];
+            id: string;
+            /** @description RoutineID limits it to one routine's events: routine.finished of that routine only. */
+            routine_id?: string;
+            secret: string;
+            url: string;
+            /** @description WorkspaceID limits it to one workspace; empty means every one. */
+            workspace_id?: string;
+        };
+        /** @description WebhookDelivery is one event on its way to one webhook. */
+        WebhookDelivery: {
+            /** @description AttemptLog is filled by GET …/deliveries/{whd} only. */
+            attempt_log?: components["schemas"]["WebhookAttempt"][];
+            attempts: number;
+            /** Format: date-time */
+            created_at: string;
+            /** @enum {string} */
+            event: "execution.ended" | "execution.failed" | "execution.interrupted" | "routine.finished";
+            /** @description EventID is the event's id, the same for every webhook it goes to. */
+            event_id: string;
+            /** Format: date-time */
+            finished_at?: string;
+            id: string;
+            last_error?: string;
+            last_status?: number;
+            /** Format: date-time */
+            next_attempt_at: string;
+            /** @description Payload is the exact body POSTed on every attempt. */
+            payload: unknown;
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed";
+            webhook_id: string;
+            workspace_id: string;
+        };
+        /** @description WebhookDeliveryList lists a webhook's deliveries, newest first. */
+        WebhookDeliveryList: {
+            deliveries: components["schemas"]["WebhookDelivery"][];
+        };
+        /** @description WebhookList lists webhooks. */
+        WebhookList: {
+            webhooks: components["schemas"]["Webhook"][];
         };
         /** @description Workspace is an isolated, durable container: its own directory tree, actors, sessions and selection groups. */
         Workspace: {
@@ -4126,6 +4340,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_inbox: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Inbox"];
+                };
             };
             /** @description An error; see the code for what went wrong. */
             default: {
@@ -6230,6 +6473,233 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EpisodeList"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_webhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_webhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookCreate"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookCreated"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_webhooks_whk: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description webhook id (whk_…) */
+                whk: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_webhooks_whk: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description webhook id (whk_…) */
+                whk: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_webhooks_whk_deliveries: {
+        parameters: {
+            query?: {
+                /** @description page size (default 100, at most 500) */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description webhook id (whk_…) */
+                whk: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_webhooks_whk_deliveries_whd: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description webhook id (whk_…) */
+                whk: string;
+                /** @description webhook delivery id (whd_…) */
+                whd: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_webhooks_whk_deliveries_whd_redeliver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description webhook id (whk_…) */
+                whk: string;
+                /** @description webhook delivery id (whd_…) */
+                whd: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
             /** @description An error; see the code for what went wrong. */
