@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -50,8 +49,9 @@ type tab struct {
 	f   *fixture
 	ctx context.Context
 
-	mu     sync.Mutex
-	errors []string // uncaught exceptions
+	mu      sync.Mutex
+	errors  []string // uncaught exceptions and console errors
+	allowed []string // console errors a test provokes on purpose
 }
 
 // suite is one desk and one browser shared by the browser tests.
@@ -89,14 +89,26 @@ func (s *suite) tab(t *testing.T) *tab {
 	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
 	t.Cleanup(func() { cancelT(); cancel() })
 	tb := &tab{t: t, f: s.f, ctx: ctx}
-	exceptions := chromedp.Events(ctx, runtime.ExceptionThrown)
+	// Every uncaught exception and every error the page writes to the
+	// console (htmx's oobErrorNoTarget among them) fails the test.
+	console := chromedp.Console(ctx)
 	go func() {
-		for ev, err := range exceptions {
+		for m, err := range console {
 			if err != nil {
 				return
 			}
+			if m.Type != chromedp.ConsoleError && !m.IsException() {
+				continue
+			}
+			text := m.String()
+			if m.Exception != nil {
+				text = (&chromedp.ExceptionError{ExceptionDetails: m.Exception}).Error()
+			}
+			if m.URL != "" {
+				text += " (" + m.URL + ")"
+			}
 			tb.mu.Lock()
-			tb.errors = append(tb.errors, (&chromedp.ExceptionError{ExceptionDetails: ev.ExceptionDetails}).Error())
+			tb.errors = append(tb.errors, text)
 			tb.mu.Unlock()
 		}
 	}()
@@ -111,14 +123,36 @@ func (s *suite) tab(t *testing.T) *tab {
 	return tb
 }
 
-// check fails the test on uncaught exceptions or CSP violations of the
-// page.
-func (tb *tab) check() {
+// allowConsole lets console errors containing substr pass check: for a
+// test that provokes one on purpose (a refused request the browser logs).
+func (tb *tab) allowConsole(substr string) {
 	tb.mu.Lock()
-	errs := tb.errors
+	tb.allowed = append(tb.allowed, substr)
 	tb.mu.Unlock()
-	if len(errs) > 0 {
-		tb.t.Errorf("uncaught exceptions in the page: %v", errs)
+}
+
+// consoleErrors is what the page wrote as errors so far, less the allowed.
+func (tb *tab) consoleErrors() []string {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	var errs []string
+next:
+	for _, e := range tb.errors {
+		for _, a := range tb.allowed {
+			if strings.Contains(e, a) {
+				continue next
+			}
+		}
+		errs = append(errs, e)
+	}
+	return errs
+}
+
+// check fails the test on uncaught exceptions, console errors or CSP
+// violations of the page. Every browser test's tab runs it at cleanup.
+func (tb *tab) check() {
+	if errs := tb.consoleErrors(); len(errs) > 0 {
+		tb.t.Errorf("%d console errors in the page:\n%s", len(errs), strings.Join(errs, "\n"))
 	}
 	if tb.t.Failed() {
 		return

@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -15,6 +17,8 @@ import (
 func TestBrowserLiveView(t *testing.T) {
 	s := newSuite(t)
 	t.Run("StopKeepsPartialText", func(t *testing.T) { browserStopKeeps(t, s) })
+	t.Run("ToolArgumentsStream", func(t *testing.T) { browserToolArgsStream(t, s) })
+	t.Run("HostileArgumentsStayText", func(t *testing.T) { browserHostileArgs(t, s) })
 }
 
 // Stop during a streamed reply: the text that had streamed stays, as a
@@ -50,4 +54,92 @@ func browserStopKeeps(t *testing.T, s *suite) {
 	if last := ms.Messages[len(ms.Messages)-1]; last.Interrupted() == nil {
 		t.Fatalf("the last message is not the interrupted partial: %+v", last)
 	}
+}
+
+// A long write_file shows its path and a growing preview while the model
+// writes it, before the tool has run; an apply_patch shows its diff while
+// it streams; Markdown renders while the step streams.
+func browserToolArgsStream(t *testing.T, s *suite) {
+	var content strings.Builder
+	for i := range 120 {
+		fmt.Fprintf(&content, "line %03d of the long file\n", i)
+	}
+	patch := "*** Begin Patch\n*** Update File: /artifacts/long.txt\n@@\n-line 000 of the long file\n+the first line, patched\n"
+	for i := range 80 {
+		patch += fmt.Sprintf("+an added line, number %d\n", i)
+	}
+	patch += "*** End Patch\n"
+	x := s.f.script(t, "Live arguments",
+		map[string]any{"text": "Writing **the long file** now.\n\nIt has many lines.", "tool_calls": []any{map[string]any{"name": "write_file",
+			"arguments": orderedArgs("path", "/artifacts/long.txt", "content", content.String())}}, "delay_ms": 9000},
+		map[string]any{"tool_calls": []any{map[string]any{"name": "apply_patch",
+			"arguments": map[string]any{"patch": patch}}}, "delay_ms": 6000},
+		map[string]any{"text": "Both done."})
+	tb := s.tab(t)
+	tb.openSession(x)
+	tb.send("write a long file")
+	tb.wait("Markdown rendered while the step streams", `(() => { const b = document.querySelector("#transcript .streaming .stream-text strong"); return b && b.textContent === "the long file"; })()`)
+	tb.wait("the write_file call's path while it streams", `(() => { const c = document.querySelector('#transcript .streaming .live-call[data-tool="write_file"]'); return c && c.querySelector(".live-target") && c.querySelector(".live-target").textContent === "/artifacts/long.txt"; })()`)
+	tb.wait("a growing preview", `(() => { const p = document.querySelector('#transcript .streaming .live-call[data-tool="write_file"] .live-preview'); return p && /line 0[0-9][0-9] of the long file/.test(p.textContent); })()`)
+	if done := evalJS[bool](tb, `!!document.querySelector("#transcript .span.status-succeeded") || /line 119/.test(document.querySelector('#transcript .live-call[data-tool="write_file"] .live-preview').textContent)`); done {
+		t.Fatal("the preview was first seen complete: the arguments did not render while they streamed")
+	}
+	tb.wait("the patch's diff while it streams", `(() => { const c = document.querySelector('#transcript .streaming .live-call[data-tool="apply_patch"]'); return c && c.querySelector(".live-target") && c.querySelector(".live-target").textContent === "/artifacts/long.txt" && [...c.querySelectorAll(".diff-add")].some(l => l.textContent.startsWith("+an added line")) && !/number 79/.test(c.textContent); })()`)
+	if ran := evalJS[bool](tb, `[...document.querySelectorAll("#transcript .span")].some(s => s.textContent.includes("apply_patch"))`); ran {
+		t.Fatal("the patch's span was there before its diff streamed")
+	}
+	tb.wait("the reply", `[...document.querySelectorAll("#transcript .msg.assistant .step:not(.streaming)")].some(m => m.textContent.includes("Both done."))`)
+	tb.wait("no streaming step left", `!document.querySelector("#transcript .streaming")`)
+}
+
+// A model's hostile tool arguments and text (script tags, a closing pre,
+// htmx attributes, one huge line) stay text while they stream: nothing
+// runs, no element or attribute is made of them, the line is clipped.
+func browserHostileArgs(t *testing.T, s *suite) {
+	hostile := `</pre></div><script>window.__pwned = 1</script><div hx-get="/logout" hx-trigger="load" id="planted">x</div><img src=x onerror="window.__pwned = 2">`
+	huge := strings.Repeat("A", 40000)
+	x := s.f.script(t, "Hostile arguments",
+		map[string]any{"text": "See <script>window.__pwned = 3</script> and <div hx-get=\"/logout\" hx-trigger=\"load\">y</div> here.\n\n", "tool_calls": []any{map[string]any{"name": "write_file",
+			"arguments": orderedArgs("path", "/artifacts/"+hostile, "content", hostile+"\n"+huge+"\n"+hostile+"\nlast line")}}, "delay_ms": 5000},
+		map[string]any{"text": "ok"})
+	tb := s.tab(t)
+	// The hostile path is refused by write_file; that is the model's problem,
+	// not the page's: what matters is what the page did while it streamed.
+	tb.openSession(x)
+	tb.send("be hostile")
+	tb.wait("the hostile preview streaming", `(() => { const p = document.querySelector('#transcript .streaming .live-call .live-preview'); return p && p.textContent.includes("AAAA"); })()`)
+	if longest := evalJS[int](tb, `Math.max(0, ...[...document.querySelectorAll("#transcript .live-preview span")].map(l => l.textContent.length))`); longest > 401 {
+		t.Fatalf("a preview line of %d characters: a huge line is not clipped", longest)
+	}
+	tb.wait("the preview's last line", `(() => { const p = document.querySelector('#transcript .live-call .live-preview'); return !p || p.textContent.includes("last line"); })()`)
+	tb.wait("the turn to end", `!document.querySelector("#run #stop")`)
+	checks := evalJS[map[string]any](tb, `(() => ({
+		pwned: window.__pwned || 0,
+		planted: !!document.getElementById("planted"),
+		hx: document.querySelectorAll('#transcript [hx-get="/logout"], #transcript [hx-trigger]').length,
+		scripts: document.querySelectorAll("#transcript script, #transcript img").length,
+		loggedIn: !!document.querySelector("#sidebar"),
+	}))()`)
+	if checks["pwned"] != float64(0) || checks["planted"] != false || checks["hx"] != float64(0) || checks["scripts"] != float64(0) || checks["loggedIn"] != true {
+		t.Fatalf("hostile arguments made markup: %v", checks)
+	}
+}
+
+// orderedArgs is a JSON object with its keys in the order given, as a
+// model writes them (a map would sort them).
+func orderedArgs(kv ...string) json.RawMessage {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := 0; i < len(kv); i += 2 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		k, _ := json.Marshal(kv[i])
+		v, _ := json.Marshal(kv[i+1])
+		b.Write(k)
+		b.WriteString(":")
+		b.Write(v)
+	}
+	b.WriteString("}")
+	return json.RawMessage(b.String())
 }

@@ -10,6 +10,29 @@
   function $(sel, root) { return (root || document).querySelector(sel); }
   function $all(sel, root) { return Array.prototype.slice.call((root || document).querySelectorAll(sel)); }
 
+  // The SSE extension reports every dropped connection as htmx:sseError,
+  // which htmx also writes to the console as an error. A stream the
+  // browser is already retrying (desk restarting, a network blip) is a
+  // state the page shows with its connection indicator, not an error: its
+  // error goes to the page as htmx:sseError without the console line. A
+  // stream the browser gave up on (CLOSED) still takes the extension's
+  // path, which reconnects it and logs.
+  if (window.htmx && htmx.createEventSource) {
+    var createEventSource = htmx.createEventSource;
+    htmx.createEventSource = function (url) {
+      var es = createEventSource(url);
+      var handler = null;
+      Object.defineProperty(es, "onerror", { configurable: true, get: function () { return handler; }, set: function (fn) { handler = fn; } });
+      es.addEventListener("error", function (e) {
+        if (es.readyState === EventSource.CLOSED) { if (handler) handler.call(es, e); return; }
+        $all("[sse-connect]").forEach(function (el) {
+          if (el.getAttribute("sse-connect") === url) htmx.trigger(el, "htmx:sseError", { source: es });
+        });
+      });
+      return es;
+    };
+  }
+
   // ---- Transcript: open at the newest message, follow new ones while the
   // reader is at the bottom, never show a message twice.
   var transcript = $("#transcript");
