@@ -58,6 +58,7 @@ type tab struct {
 type suite struct {
 	f       *fixture
 	browser context.Context
+	home    *tab // the tab that signed in, open for the whole suite
 }
 
 func newSuite(t *testing.T) *suite {
@@ -78,8 +79,8 @@ func newSuiteWith(t *testing.T, cfg app.Config) *suite {
 		t.Fatalf("start chromium %s: %v", path, err)
 	}
 	s := &suite{f: f, browser: browser}
-	tb := s.tab(t)
-	tb.login()
+	s.home = s.tab(t)
+	s.home.login()
 	return s
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/desk-runtime/desk"
 )
@@ -19,6 +20,7 @@ func TestBrowserLiveView(t *testing.T) {
 	t.Run("StopKeepsPartialText", func(t *testing.T) { browserStopKeeps(t, s) })
 	t.Run("ToolArgumentsStream", func(t *testing.T) { browserToolArgsStream(t, s) })
 	t.Run("HostileArgumentsStayText", func(t *testing.T) { browserHostileArgs(t, s) })
+	t.Run("PaletteShortcuts", func(t *testing.T) { browserPaletteShortcuts(t, s) })
 }
 
 // Stop during a streamed reply: the text that had streamed stays, as a
@@ -142,4 +144,34 @@ func orderedArgs(kv ...string) json.RawMessage {
 	}
 	b.WriteString("}")
 	return json.RawMessage(b.String())
+}
+
+// Ctrl+Shift+P opens the palette in command mode, Ctrl+P as quick-open,
+// both while the composer has the focus; pressed with the palette open
+// they switch its mode.
+func browserPaletteShortcuts(t *testing.T, s *suite) {
+	x := s.f.script(t, "Shortcut target", map[string]any{"text": "hi"})
+	tb := s.tab(t)
+	tb.openSession(x)
+	tb.do("focus the composer, press ctrl+shift+p", chromedp.Focus(chromedp.CSS("#composer-text")),
+		chromedp.KeyEvent("P", chromedp.KeyModifiers(chromedp.ModifierCtrl|chromedp.ModifierShift)))
+	tb.wait("the palette in command mode", `document.querySelector("#palette").open && document.querySelector("#palette-input").value.startsWith(">")`)
+	opts := evalJS[[]string](tb, `[...document.querySelectorAll("#palette-list [role=option]")].map(o => o.textContent)`)
+	if !contains(opts, "Pin this sessionP") {
+		t.Errorf("command mode lacks the session's actions: %v", opts)
+	}
+	for _, o := range opts {
+		if strings.HasPrefix(o, "Session:") {
+			t.Errorf("command mode lists a session: %q", o)
+		}
+	}
+	if typed := evalJS[string](tb, `document.querySelector("#composer-text").value`); typed != "" {
+		t.Errorf("the shortcut typed %q into the composer", typed)
+	}
+	tb.do("ctrl+p in the open palette", chromedp.KeyEvent("p", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	tb.wait("quick-open", `document.querySelector("#palette").open && document.querySelector("#palette-input").value === ""`)
+	tb.do("close", chromedp.KeyEvent(kb.Escape))
+	tb.wait("the palette closed", `!document.querySelector("#palette").open`)
+	tb.do("ctrl+p", chromedp.KeyEvent("p", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	tb.wait("quick-open with sessions", `document.querySelector("#palette").open && document.querySelector("#palette-input").value === "" && [...document.querySelectorAll("#palette-list [role=option]")].some(o => o.textContent.includes("Shortcut target"))`)
 }

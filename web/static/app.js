@@ -1,6 +1,6 @@
 // desk web UI behaviour: the composer (Enter sends, drafts saved on the
 // server), transcript scrolling, copy buttons, uploads with progress, the
-// command palette (Ctrl/Cmd+K) and the narrow-screen panels. Everything
+// command palette (Ctrl/Cmd+K or +P; Ctrl/Cmd+Shift+P in command mode) and the narrow-screen panels. Everything
 // else is htmx. No inline scripts: the CSP forbids them.
 (function () {
   "use strict";
@@ -448,7 +448,14 @@
     }, function () { connection(false); });
   }
   function openPalette(prefix) {
-    if (!palette || palette.open) return;
+    if (!palette) return;
+    if (palette.open) { // a shortcut switches the open palette's mode
+      input.value = prefix || "";
+      selected = 0;
+      renderPalette();
+      input.focus();
+      return;
+    }
     input.value = prefix || "";
     selected = 0;
     renderPalette();
@@ -469,10 +476,17 @@
     return el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
   }
   document.addEventListener("keydown", function (e) {
-    if ((e.ctrlKey || e.metaKey) && (e.key === "k" || e.key === "K")) {
-      e.preventDefault();
-      openPalette("");
-      return;
+    // As svvy names them: Ctrl/Cmd+Shift+P opens the palette in command
+    // mode (">" typed), Ctrl/Cmd+P as quick-open (empty; the browser's
+    // Print is not what a press means here); Ctrl/Cmd+K stays. They work
+    // while typing in the composer too.
+    if ((e.ctrlKey || e.metaKey) && !e.altKey) {
+      var key = e.key.toLowerCase();
+      if (key === "p" || (key === "k" && !e.shiftKey)) {
+        e.preventDefault();
+        openPalette(key === "p" && e.shiftKey ? "> " : "");
+        return;
+      }
     }
     // The shortcuts the palette shows work outside text fields, without
     // modifiers.
