@@ -98,3 +98,19 @@ func TestLiveCallPreviews(t *testing.T) {
 		t.Fatalf("arguments beyond the bound: kept %d, note %q", huge.args.Len(), hv.Note)
 	}
 }
+
+// TestErrKind: an error's kind is named from its words; an unknown one
+// is "error".
+func TestErrKind(t *testing.T) {
+	for msg, want := range map[string]string{
+		"context deadline exceeded":                            "timeout",
+		"dial tcp 127.0.0.1:5432: connect: connection refused": "network",
+		"open /x: no such file or directory":                   "not found",
+		"SQLSTATE 40001":                                       "store",
+		"something odd":                                        "error",
+	} {
+		if got := errKind(msg); got != want {
+			t.Errorf("errKind(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}

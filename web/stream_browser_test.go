@@ -1,7 +1,9 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -21,6 +23,7 @@ func TestBrowserLiveView(t *testing.T) {
 	t.Run("ToolArgumentsStream", func(t *testing.T) { browserToolArgsStream(t, s) })
 	t.Run("HostileArgumentsStayText", func(t *testing.T) { browserHostileArgs(t, s) })
 	t.Run("PaletteShortcuts", func(t *testing.T) { browserPaletteShortcuts(t, s) })
+	t.Run("AppLogReadAndLinks", func(t *testing.T) { browserAppLog(t, s) })
 }
 
 // Stop during a streamed reply: the text that had streamed stays, as a
@@ -174,4 +177,56 @@ func browserPaletteShortcuts(t *testing.T, s *suite) {
 	tb.wait("the palette closed", `!document.querySelector("#palette").open`)
 	tb.do("ctrl+p", chromedp.KeyEvent("p", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
 	tb.wait("quick-open with sessions", `document.querySelector("#palette").open && document.querySelector("#palette-input").value === "" && [...document.querySelectorAll("#palette-list [role=option]")].some(o => o.textContent.includes("Shortcut target"))`)
+}
+
+// An error entry about a session reads as one line (what, where, the
+// kind of error) and links to its session; it becomes read once scrolled
+// into view, which clears the error count; live entries keep the reader's
+// scroll position.
+func browserAppLog(t *testing.T, s *suite) {
+	x := s.f.script(t, "Logged session", map[string]any{"text": "hi"})
+	lg := s.f.e.App.Logger
+	// The error is the newest entry: the last row of the list, below the
+	// fold of a page that opens at its top.
+	for i := range 220 {
+		lg.Info("filler entry", "n", i)
+	}
+	lg.Error("run the tool", "component", "executor", desk.LogSessionID, x.ID, desk.LogExecutionID, "exe_01ARZ3NDEKTSV4RRFFQ69G5FAV",
+		desk.LogErr, errors.New("context deadline exceeded\nwhile waiting for the sandbox"))
+	if err := s.f.e.App.Logs.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tb := s.tab(t)
+	tb.open("/logs")
+	sel := `[...document.querySelectorAll("#log-entries li.lvl-error")].find(l => l.textContent.includes("run the tool"))`
+	tb.wait("the error entry", "!!"+sel)
+	line := evalJS[map[string]string](tb, `(() => { const l = `+sel+`; return { what: l.querySelector(".log-what").textContent, where: l.querySelector(".log-where").textContent,
+		kind: l.querySelector(".log-kind").textContent, detail: l.querySelector(".log-detail").textContent, ses: l.querySelector("a.log-ses").getAttribute("href") }; })()`)
+	if line["what"] != "run the tool" || !strings.Contains(line["where"], "executor") || line["kind"] != "timeout" ||
+		line["detail"] != "context deadline exceeded …" || line["ses"] != "/w/"+s.f.ws.ID+"/s/"+x.ID {
+		t.Fatalf("the error entry reads %v", line)
+	}
+	if !evalJS[bool](tb, sel+`.classList.contains("unread")`) {
+		t.Fatal("the error entry below the fold is read before it was seen")
+	}
+	tb.wait("the error count", `!!document.querySelector("#nav-unread .badge.error")`)
+	evalJS[bool](tb, `(() => { `+sel+`.scrollIntoView({block: "center"}); return true; })()`)
+	tb.wait("the entry read", `!`+sel+`.classList.contains("unread")`)
+	tb.wait("the error count cleared", `!document.querySelector("#nav-unread .badge.error")`)
+	var u desk.LogUnread
+	s.f.e.Must(200, "GET", "/v1/logs/unread", nil, &u)
+	if u.Counts["error"] != 0 {
+		t.Fatalf("the server still counts %d unread errors", u.Counts["error"])
+	}
+	// A live entry arriving while the reader is scrolled up (Follow off)
+	// leaves the view where it was.
+	tb.do("stop following", chromedp.Click(chromedp.CSS("#follow")))
+	before := evalJS[float64](tb, `document.scrollingElement.scrollTop + document.querySelector("#main").scrollTop`)
+	lg.Info("arriving while scrolled up")
+	tb.wait("the live entry", `[...document.querySelectorAll("#log-entries li")].some(l => l.textContent.includes("arriving while scrolled up"))`)
+	if after := evalJS[float64](tb, `document.scrollingElement.scrollTop + document.querySelector("#main").scrollTop`); after != before {
+		t.Fatalf("a live entry moved the view from %v to %v", before, after)
+	}
+	evalJS[bool](tb, `(() => { `+sel+`.querySelector("a.log-ses").click(); return true; })()`)
+	tb.wait("the session page", `location.pathname.endsWith(`+jsString("/s/"+x.ID)+`)`)
 }

@@ -335,9 +335,56 @@
   }
 
   // ---- Logs: follow the tail, mark what is shown as seen.
+  // A warning or error is read once it has been in view. The server keeps
+  // one seen mark per viewer (every entry up to it is read), so the mark
+  // moves to just below the oldest entry of the list not yet seen; it
+  // moves only on the unfiltered list, where no unread entry is hidden.
+  var readSent = 0;
+  function markRead() {
+    var list = $("#log-entries");
+    if (!list || !list.hasAttribute("data-mark-read")) return;
+    var rows = $all("#log-entries > li[data-seq]");
+    var upto = 0;
+    for (var i = 0; i < rows.length; i++) {
+      if (rows[i].classList.contains("unread")) break;
+      upto = Math.max(upto, +rows[i].dataset.seq);
+    }
+    if (upto <= readSent) return;
+    readSent = upto;
+    fetch("/logs/seen", {
+      method: "POST", credentials: "same-origin", body: "seq=" + upto,
+      headers: { "X-CSRF-Token": csrf, "HX-Request": "true", "Content-Type": "application/x-www-form-urlencoded" }
+    }).then(function (r) { return r.ok ? r.text() : ""; }).then(function (html) {
+      var nav = $("#nav-unread");
+      if (html && nav) { nav.outerHTML = html; var n = $("#nav-unread"); if (n) htmx.process(n); }
+    }, function () { readSent = 0; });
+  }
+  var readTimer = null;
+  var seenRows = window.IntersectionObserver ? new IntersectionObserver(function (es) {
+    es.forEach(function (en) {
+      if (!en.isIntersecting) return;
+      en.target.classList.remove("unread");
+      en.target.classList.add("read");
+      seenRows.unobserve(en.target);
+    });
+    clearTimeout(readTimer);
+    readTimer = setTimeout(markRead, 300);
+  }, { threshold: 0.5 }) : null;
+  function watchRows() {
+    if (!seenRows) return;
+    $all("#log-entries > li.unread:not([data-watched])").forEach(function (li) { li.setAttribute("data-watched", ""); seenRows.observe(li); });
+  }
+  watchRows();
+  document.addEventListener("htmx:afterSwap", watchRows);
+  // Only so many rows stay on the page: the oldest go as new ones come.
+  // The view does not jump when they do: the browser's scroll anchoring
+  // keeps the rows in view where they were.
+  var maxLogRows = 2000;
   document.addEventListener("htmx:sseMessage", function (e) {
     var list = e.target;
     if (list && list.id === "log-entries") {
+      watchRows();
+      while (list.children.length > maxLogRows) list.firstElementChild.remove();
       var follow = $("#follow");
       if (!follow || follow.checked) list.lastElementChild && list.lastElementChild.scrollIntoView({ block: "end" });
     }
