@@ -327,6 +327,10 @@ func browserToolSpan(t *testing.T, s *suite) {
 	tb.wait("the shelf to count the new artifact", `document.querySelector("#shelf-summary").dataset.count === "3"`)
 	tb.do("open the artifact from the span", chromedp.Click(chromedp.CSS(`#transcript .span .art-link`)))
 	tb.wait("the Markdown preview", `(() => { const h = document.querySelector("#preview .md h1"); return h && h.textContent === "Quarterly report" && !!document.querySelector("#preview .md table"); })()`)
+	// At 1280px the open preview leaves the transcript room to read.
+	if w := evalJS[float64](tb, `document.querySelector("#transcript").getBoundingClientRect().width`); w < 500 {
+		t.Errorf("with the preview open the transcript is %vpx wide at 1280px", w)
+	}
 	tb.wait("the copy button on the code block", `!!document.querySelector("#transcript .md pre .copy-btn, #preview .md pre .copy-btn")`)
 	// The span expands to its arguments and output.
 	tb.do("expand the span", chromedp.Click(chromedp.CSS(`#transcript .span.status-succeeded summary`)))
@@ -450,6 +454,12 @@ func browserInputRequest(t *testing.T, s *suite) {
 	rec := evalJS[string](tb, `(() => { const l = [...document.querySelectorAll("#cards .card.input label.option")].find(l => l.querySelector(".badge.rec")); return l ? l.querySelector("input").value + (l.querySelector("input").checked ? ":checked" : "") : ""; })()`)
 	if rec != "teal:checked" {
 		t.Fatalf("recommended option = %q, want teal preselected", rec)
+	}
+	// Typing an answer of one's own chooses it; picking an option after
+	// that is what is sent (never the typed text silently).
+	tb.do("type an own answer", chromedp.SendKeys(chromedp.CSS(`#cards .card.input [data-custom-answer]`), "purple"))
+	if !evalJS[bool](tb, `document.querySelector("#cards .card.input [data-custom-choice]").checked`) {
+		t.Fatal("typing an answer did not choose it")
 	}
 	tb.do("choose orange and answer",
 		chromedp.Click(chromedp.CSS(`#cards .card.input input[value=orange]`)),

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/desk-runtime/desk"
 )
 
 // TestPartialString: a string argument is read however far the JSON has
@@ -112,5 +114,18 @@ func TestErrKind(t *testing.T) {
 		if got := errKind(msg); got != want {
 			t.Errorf("errKind(%q) = %q, want %q", msg, got, want)
 		}
+	}
+}
+
+// TestThreadBriefShownPlain: a handler thread's first message shows the
+// objective, not the <thread …> markup, and is not labelled as the user's.
+func TestThreadBriefShownPlain(t *testing.T) {
+	text := "<thread id=\"thr_1\" title=\"Fix \\\"the\\\" build\" thread_group_id=\"tg_1\">\nYou own this delegated objective:\nMake go test pass.\nTwo lines.\n</thread>\n"
+	v := message("ses_1", &desk.Message{Role: desk.RoleUser, Text: text}, nil)
+	if v.Brief != "Make go test pass.\nTwo lines." {
+		t.Fatalf("brief = %q", v.Brief)
+	}
+	if w := message("ses_1", &desk.Message{Role: desk.RoleUser, Text: "<thread>not a brief"}, nil); w.Brief != "" {
+		t.Fatalf("a user's text read as a brief: %q", w.Brief)
 	}
 }

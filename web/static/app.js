@@ -334,6 +334,15 @@
     htmx.onLoad(function (el) { addCopyButtons(el); });
   }
 
+  // ---- A question card: typing an answer of one's own chooses it, so
+  // what is sent is what the card shows chosen.
+  document.addEventListener("input", function (e) {
+    var t = e.target;
+    if (!t || !t.matches || !t.matches("[data-custom-answer]")) return;
+    var r = t.parentElement && t.parentElement.querySelector("[data-custom-choice]");
+    if (r && t.value.trim() !== "") r.checked = true;
+  });
+
   // ---- Logs: follow the tail, mark what is shown as seen.
   // A warning or error is read once it has been in view. The server keeps
   // one seen mark per viewer (every entry up to it is read), so the mark
