@@ -520,10 +520,11 @@ func (l *live) known(m *desk.Message) {
 func (l *live) unbubble(exe string) part {
 	delete(l.bubbles, exe)
 	delete(l.texts, exe)
-	for k, c := range l.calls {
+	// A runtime call's span id stays known: the stored step that replaces
+	// the bubble shows the same span.
+	for k := range l.calls {
 		if strings.HasPrefix(k, exe+"#") || strings.HasPrefix(k, exe+"@") {
 			delete(l.calls, k)
-			delete(l.spans, c.ID)
 		}
 	}
 	return part{"live-remove", exe}

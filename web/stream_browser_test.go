@@ -24,6 +24,7 @@ func TestBrowserLiveView(t *testing.T) {
 	t.Run("HostileArgumentsStayText", func(t *testing.T) { browserHostileArgs(t, s) })
 	t.Run("PaletteShortcuts", func(t *testing.T) { browserPaletteShortcuts(t, s) })
 	t.Run("AppLogReadAndLinks", func(t *testing.T) { browserAppLog(t, s) })
+	t.Run("RuntimeCallHasTargets", func(t *testing.T) { browserRuntimeCall(t, s) })
 }
 
 // Stop during a streamed reply: the text that had streamed stays, as a
@@ -229,4 +230,32 @@ func browserAppLog(t *testing.T, s *suite) {
 	}
 	evalJS[bool](tb, `(() => { `+sel+`.querySelector("a.log-ses").click(); return true; })()`)
 	tb.wait("the session page", `location.pathname.endsWith(`+jsString("/s/"+x.ID)+`)`)
+}
+
+// A runtime's tool call has a command before its message is stored: its
+// call and output, streamed during the turn, land in the streaming step
+// (before, the output had no target: htmx's oobErrorNoTarget, which the
+// tab's console check now fails on). The events are the ones
+// runtimehost emits, appended to a running turn of the page's session.
+func browserRuntimeCall(t *testing.T, s *suite) {
+	x := s.f.script(t, "Runtime-shaped call",
+		map[string]any{"text": "Running a command for you. " + strings.Repeat("Still here. ", 20), "delay_ms": 60000})
+	tb := s.tab(t)
+	tb.openSession(x)
+	tb.send("run something")
+	tb.wait("the reply to start streaming", `!!document.querySelector("#transcript .streaming")`)
+	exe := evalJS[string](tb, `document.querySelector("#run #stop").dataset.execution`)
+	ev := func(typ string, data any) *desk.Event {
+		b, _ := json.Marshal(data)
+		return &desk.Event{At: desk.Now(), Type: typ, WorkspaceID: x.WorkspaceID, SessionID: x.ID, SurfaceID: x.SurfaceID, ExecutionID: exe, Data: b}
+	}
+	if err := s.f.e.App.Store.AppendEvents(context.Background(), []*desk.Event{
+		ev("tool.call_started", map[string]any{"call_id": "rt-call-1", "tool": "execute", "command_id": "cmd_01ARZ3NDEKTSV4RRFFQ69G5FAV", "title": "ls -la /workspace"}),
+		ev("tool.output", map[string]any{"command_id": "cmd_01ARZ3NDEKTSV4RRFFQ69G5FAV", "text": "total 0\n"}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tb.wait("the runtime call in the streaming step", `(() => { const c = document.querySelector('#transcript .streaming .live-call[data-tool="execute"]'); return c && c.textContent.includes("ls -la /workspace") && c.querySelector("#out-cmd_01ARZ3NDEKTSV4RRFFQ69G5FAV").textContent.includes("total 0"); })()`)
+	tb.do("stop", chromedp.Click(chromedp.CSS(`#run #stop`)))
+	tb.wait("the turn stopped", `!document.querySelector("#run #stop")`)
 }
