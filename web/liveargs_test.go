@@ -129,3 +129,39 @@ func TestThreadBriefShownPlain(t *testing.T) {
 		t.Fatalf("a user's text read as a brief: %q", w.Brief)
 	}
 }
+
+// BenchmarkLiveCallHugeArgs feeds a write_file call 4 MiB of content in
+// 64-byte deltas, one huge line, drawing its preview after every delta (the
+// worst case: no throttle); what is kept and drawn stays bounded.
+func BenchmarkLiveCallHugeArgs(b *testing.B) {
+	delta := strings.Repeat("x", 64)
+	for b.Loop() {
+		c := &liveCall{Tool: "write_file"}
+		c.add(`{"path":"/a","content":"`)
+		for range (4 << 20) / 64 / 64 {
+			for range 64 {
+				c.add(delta)
+			}
+			if v := c.view(); len(v.Lines) > previewLines {
+				b.Fatal("unbounded preview")
+			}
+		}
+		if c.args.Len() > maxLiveArgs {
+			b.Fatal("unbounded arguments")
+		}
+	}
+}
+
+// BenchmarkLiveTextNoBreaks streams 1 MiB of Markdown without a line
+// break in 64-byte deltas: each delta re-renders a bounded tail.
+func BenchmarkLiveTextNoBreaks(b *testing.B) {
+	delta := strings.Repeat("word ", 13)[:64]
+	for b.Loop() {
+		var t liveText
+		for range (1 << 20) / 64 {
+			if m := t.add("exe", delta); len(m.Tail) > 2*maxLiveTail {
+				b.Fatal("unbounded tail")
+			}
+		}
+	}
+}
