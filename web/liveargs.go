@@ -69,9 +69,13 @@ func (c *liveCall) view() *liveCallView {
 	switch c.Tool {
 	case "write_file":
 		v.Target, _ = partialString(args, "path")
-		if content, ok := partialString(args, "content"); ok {
+		if raw, ok := partialRaw(args, "content"); ok {
+			// Only the tail the preview shows is decoded; the lines are
+			// counted on the raw text (no copy of a large file per draw).
+			n, start := rawTail(raw)
+			content, _ := unquote(raw[start:])
 			v.Lines = tailLines(content, "")
-			v.Note = plural(strings.Count(content, "\n")+1, "line") + " so far"
+			v.Note = plural(n+1, "line") + " so far"
 		}
 	case "apply_patch":
 		if patch, ok := partialString(args, "patch"); ok {
@@ -166,6 +170,46 @@ func clipLine(s string) string {
 // as it came (an escape cut in half dropped). ok is false while the key
 // has not come, or its value is not a string.
 func partialString(js, key string) (string, bool) {
+	raw, ok := partialRaw(js, key)
+	if !ok {
+		return "", false
+	}
+	return unquote(raw)
+}
+
+// maxTailBytes bounds the raw text decoded for a preview.
+const maxTailBytes = previewLines * previewLine
+
+// rawTail counts the line breaks of a raw JSON string body and finds where
+// its last previewLines lines start (at most maxTailBytes from its end,
+// moved past any escape the cut would split).
+func rawTail(raw string) (breaks, start int) {
+	var ring [previewLines]int // where the lines after the latest breaks start
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		if i+1 < len(raw) && raw[i+1] == 'n' {
+			ring[breaks%previewLines] = i + 2
+			breaks++
+		}
+		i++ // the escaped character
+	}
+	if breaks >= previewLines {
+		start = ring[breaks%previewLines]
+	}
+	if len(raw)-start > maxTailBytes {
+		start = len(raw) - maxTailBytes
+		// A cut inside an escape: move past it (at most "\uXXXX").
+		for k := 0; k < 6 && start < len(raw) && strings.Contains(raw[max(0, start-6):start], `\`); k++ {
+			start++
+		}
+	}
+	return breaks, start
+}
+
+// partialRaw is partialString's raw string body, undecoded.
+func partialRaw(js, key string) (string, bool) {
 	depth := 0
 	expectKey := false
 	for i := 0; i < len(js); i++ {
@@ -192,7 +236,7 @@ func partialString(js, key string) (string, bool) {
 						return "", false
 					}
 					v, _ := rawString(js, j+1)
-					return unquote(v)
+					return v, true
 				}
 				i = j - 1
 				continue

@@ -78,6 +78,15 @@ func TestLiveCallPreviews(t *testing.T) {
 	if v.Target != "/artifacts/big.txt" || len(v.Lines) != previewLines || len(v.Lines[len(v.Lines)-1].Text) > previewLine+len("…") {
 		t.Fatalf("write_file view: target %q, %d lines", v.Target, len(v.Lines))
 	}
+	if v.Note != "101 lines so far" || v.Lines[0].Text != "line" {
+		t.Fatalf("write_file note %q, first preview line %q", v.Note, v.Lines[0].Text)
+	}
+	// Escapes decode in the tail, a literal backslash-n is no line break.
+	esc := &liveCall{Tool: "write_file"}
+	esc.add(`{"path":"/a","content":"a\\nb \"q\" \\\\n \u00e9\nlast`)
+	if ev := esc.view(); ev.Note != "2 lines so far" || ev.Lines[0].Text != `a\nb "q" \\n é` || ev.Lines[1].Text != "last" {
+		t.Fatalf("escaped content: %q %+v", ev.Note, ev.Lines)
+	}
 	p := &liveCall{Tool: "apply_patch"}
 	p.add(`{"patch":"*** Begin Patch\n*** Update File: /w/a.go\n@@\n-old\n+new`)
 	pv := p.view()
