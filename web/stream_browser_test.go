@@ -96,6 +96,18 @@ func browserToolArgsStream(t *testing.T, s *suite) {
 	}
 	tb.wait("the reply", `[...document.querySelectorAll("#transcript .msg.assistant .step:not(.streaming)")].some(m => m.textContent.includes("Both done."))`)
 	tb.wait("no streaming step left", `!document.querySelector("#transcript .streaming")`)
+
+	// An exec_command shows its command line while it is written.
+	y := s.f.script(t, "Live command",
+		map[string]any{"tool_calls": []any{map[string]any{"name": "exec_command",
+			"arguments": orderedArgs("command", "echo live && ls /workspace", "cwd", "/workspace"+strings.Repeat(" ", 3000))}}, "delay_ms": 6000})
+	tb.openSession(y)
+	tb.send("run a command")
+	tb.wait("the command line while it streams", `(() => { const c = document.querySelector('#transcript .streaming .live-call[data-tool="exec_command"] .live-target'); return c && c.textContent === "echo live && ls /workspace"; })()`)
+	// Whatever the command then does (it waits for approval here), the
+	// turn is stopped.
+	evalJS[bool](tb, `(() => { const b = document.querySelector("#run #stop"); if (b) b.click(); return true; })()`)
+	tb.wait("the turn stopped", `!document.querySelector("#run #stop")`)
 }
 
 // A model's hostile tool arguments and text (script tags, a closing pre,
