@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -50,14 +49,16 @@ type tab struct {
 	f   *fixture
 	ctx context.Context
 
-	mu     sync.Mutex
-	errors []string // uncaught exceptions
+	mu      sync.Mutex
+	errors  []string // uncaught exceptions and console errors
+	allowed []string // console errors a test provokes on purpose
 }
 
 // suite is one desk and one browser shared by the browser tests.
 type suite struct {
 	f       *fixture
 	browser context.Context
+	home    *tab // the tab that signed in, open for the whole suite
 }
 
 func newSuite(t *testing.T) *suite {
@@ -78,8 +79,8 @@ func newSuiteWith(t *testing.T, cfg app.Config) *suite {
 		t.Fatalf("start chromium %s: %v", path, err)
 	}
 	s := &suite{f: f, browser: browser}
-	tb := s.tab(t)
-	tb.login()
+	s.home = s.tab(t)
+	s.home.login()
 	return s
 }
 
@@ -89,14 +90,26 @@ func (s *suite) tab(t *testing.T) *tab {
 	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
 	t.Cleanup(func() { cancelT(); cancel() })
 	tb := &tab{t: t, f: s.f, ctx: ctx}
-	exceptions := chromedp.Events(ctx, runtime.ExceptionThrown)
+	// Every uncaught exception and every error the page writes to the
+	// console (htmx's oobErrorNoTarget among them) fails the test.
+	console := chromedp.Console(ctx)
 	go func() {
-		for ev, err := range exceptions {
+		for m, err := range console {
 			if err != nil {
 				return
 			}
+			if m.Type != chromedp.ConsoleError && !m.IsException() {
+				continue
+			}
+			text := m.String()
+			if m.Exception != nil {
+				text = (&chromedp.ExceptionError{ExceptionDetails: m.Exception}).Error()
+			}
+			if m.URL != "" {
+				text += " (" + m.URL + ")"
+			}
 			tb.mu.Lock()
-			tb.errors = append(tb.errors, (&chromedp.ExceptionError{ExceptionDetails: ev.ExceptionDetails}).Error())
+			tb.errors = append(tb.errors, text)
 			tb.mu.Unlock()
 		}
 	}()
@@ -111,14 +124,36 @@ func (s *suite) tab(t *testing.T) *tab {
 	return tb
 }
 
-// check fails the test on uncaught exceptions or CSP violations of the
-// page.
-func (tb *tab) check() {
+// allowConsole lets console errors containing substr pass check: for a
+// test that provokes one on purpose (a refused request the browser logs).
+func (tb *tab) allowConsole(substr string) {
 	tb.mu.Lock()
-	errs := tb.errors
+	tb.allowed = append(tb.allowed, substr)
 	tb.mu.Unlock()
-	if len(errs) > 0 {
-		tb.t.Errorf("uncaught exceptions in the page: %v", errs)
+}
+
+// consoleErrors is what the page wrote as errors so far, less the allowed.
+func (tb *tab) consoleErrors() []string {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	var errs []string
+next:
+	for _, e := range tb.errors {
+		for _, a := range tb.allowed {
+			if strings.Contains(e, a) {
+				continue next
+			}
+		}
+		errs = append(errs, e)
+	}
+	return errs
+}
+
+// check fails the test on uncaught exceptions, console errors or CSP
+// violations of the page. Every browser test's tab runs it at cleanup.
+func (tb *tab) check() {
+	if errs := tb.consoleErrors(); len(errs) > 0 {
+		tb.t.Errorf("%d console errors in the page:\n%s", len(errs), strings.Join(errs, "\n"))
 	}
 	if tb.t.Failed() {
 		return
@@ -292,6 +327,10 @@ func browserToolSpan(t *testing.T, s *suite) {
 	tb.wait("the shelf to count the new artifact", `document.querySelector("#shelf-summary").dataset.count === "3"`)
 	tb.do("open the artifact from the span", chromedp.Click(chromedp.CSS(`#transcript .span .art-link`)))
 	tb.wait("the Markdown preview", `(() => { const h = document.querySelector("#preview .md h1"); return h && h.textContent === "Quarterly report" && !!document.querySelector("#preview .md table"); })()`)
+	// At 1280px the open preview leaves the transcript room to read.
+	if w := evalJS[float64](tb, `document.querySelector("#transcript").getBoundingClientRect().width`); w < 500 {
+		t.Errorf("with the preview open the transcript is %vpx wide at 1280px", w)
+	}
 	tb.wait("the copy button on the code block", `!!document.querySelector("#transcript .md pre .copy-btn, #preview .md pre .copy-btn")`)
 	// The span expands to its arguments and output.
 	tb.do("expand the span", chromedp.Click(chromedp.CSS(`#transcript .span.status-succeeded summary`)))
@@ -415,6 +454,12 @@ func browserInputRequest(t *testing.T, s *suite) {
 	rec := evalJS[string](tb, `(() => { const l = [...document.querySelectorAll("#cards .card.input label.option")].find(l => l.querySelector(".badge.rec")); return l ? l.querySelector("input").value + (l.querySelector("input").checked ? ":checked" : "") : ""; })()`)
 	if rec != "teal:checked" {
 		t.Fatalf("recommended option = %q, want teal preselected", rec)
+	}
+	// Typing an answer of one's own chooses it; picking an option after
+	// that is what is sent (never the typed text silently).
+	tb.do("type an own answer", chromedp.SendKeys(chromedp.CSS(`#cards .card.input [data-custom-answer]`), "purple"))
+	if !evalJS[bool](tb, `document.querySelector("#cards .card.input [data-custom-choice]").checked`) {
+		t.Fatal("typing an answer did not choose it")
 	}
 	tb.do("choose orange and answer",
 		chromedp.Click(chromedp.CSS(`#cards .card.input input[value=orange]`)),
@@ -549,9 +594,10 @@ func browserLogs(t *testing.T, s *suite) {
 	if n := evalJS[int](tb, `[...document.querySelectorAll("#log-entries li.log")].filter(l => l.textContent.includes("unrelated warning")).length`); n != 0 {
 		t.Fatal("an entry outside the filter was appended")
 	}
-	// Without filters every entry is shown; marking them seen clears the
-	// warn count in the navigation.
-	tb.open("/logs")
+	// Marking the entries of a filtered list seen clears the warn count
+	// in the navigation (unfiltered, entries are read as they come into
+	// view: TestBrowserLiveView/AppLogReadAndLinks).
+	tb.open("/logs?level=warn")
 	tb.wait("the warn badge", `!!document.querySelector("#nav-unread .badge.warn")`)
 	tb.do("mark as seen", chromedp.Click(chromedp.CSS("#mark-seen")))
 	tb.wait("the warn badge to clear", `!document.querySelector("#nav-unread .badge.warn")`)

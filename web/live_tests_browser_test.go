@@ -123,6 +123,15 @@ func browserRestart(t *testing.T, s *suite) {
 	if state := evalJS[string](tb, `document.querySelector("#conn").dataset.state`); state != "ok" {
 		t.Fatalf("indicator %q before the restart", state)
 	}
+	// While desk is down, the browser logs each refused connection and
+	// htmx each request that could not be sent: errors of the outage this
+	// test makes, in every tab open on the desk. The page's own reaction
+	// (the indicator) is what the test checks.
+	for _, open := range []*tab{tb, s.home} {
+		for _, outage := range []string{"net::ERR_CONNECTION_REFUSED", "htmx:sendError", "htmx:afterRequest"} {
+			open.allowConsole(outage)
+		}
+	}
 	s.restart(t, func() {
 		tb.wait("the connection indicator", `document.querySelector("#conn").dataset.state === "lost" && document.querySelector("#conn").getBoundingClientRect().width > 0`)
 	})

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -17,7 +19,7 @@ type logsView struct {
 	Chosen  map[string]bool
 	Source  string
 	Text    string
-	Entries []*desk.LogEntry
+	Entries []*logRow
 	LastSeq int64
 	Query   string // the filters, for the live tail
 	Unread  *desk.LogUnread
@@ -64,7 +66,8 @@ func (s *Server) logsView(r *request) (*logsView, error) {
 	for _, l := range q["level"] {
 		v.Chosen[l] = true
 	}
-	if v.Entries, err = s.d.Logs.List(r.Context(), f); err != nil {
+	es, err := s.d.Logs.List(r.Context(), f)
+	if err != nil {
 		return nil, err
 	}
 	// Newest at the bottom, where the live tail appends.
@@ -73,6 +76,10 @@ func (s *Server) logsView(r *request) (*logsView, error) {
 	}
 	if v.Unread, err = s.d.Logs.Unread(r.Context(), viewer); err != nil {
 		return nil, err
+	}
+	wsOf := map[string]string{}
+	for _, e := range es {
+		v.Entries = append(v.Entries, s.logRow(r.Context(), e, v.Unread.Seen, wsOf))
 	}
 	return v, nil
 }
@@ -117,8 +124,9 @@ func (s *Server) logsStream(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
+	wsOf := map[string]string{}
 	err = s.d.Logs.Tail(ctx, f, func(e *desk.LogEntry) error {
-		html, err := s.fragment("log-entry", e)
+		html, err := s.fragment("log-entry", s.logRow(ctx, e, 0, wsOf))
 		if err != nil {
 			return err
 		}
@@ -157,4 +165,104 @@ func (s *Server) navUnread(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	return s.render(w, "nav-unread", u)
+}
+
+// logRow is one entry as the log page shows it: an error or warning
+// normalised to one line (what failed, where, the kind of error), links
+// to the session, execution and workspace it is about, and whether it is
+// unread (a warning or error above the viewer's seen mark).
+type logRow struct {
+	*desk.LogEntry
+	Unread bool
+	Where  string // the source, and the component or request it names
+	Kind   string // the error's kind, in a word or two
+	Detail string // the error's first line, clipped
+	WS     string // the workspace, for links
+	Ses    string
+	Exe    string
+}
+
+// maxLogDetail bounds the one-line error shown beside an entry.
+const maxLogDetail = 200
+
+func (s *Server) logRow(ctx context.Context, e *desk.LogEntry, seen int64, wsOf map[string]string) *logRow {
+	r := &logRow{LogEntry: e, WS: e.WorkspaceID, Ses: e.SessionID}
+	r.Unread = (e.Level == desk.LogWarn || e.Level == desk.LogError) && e.Seq > seen
+	str := func(k string) string { v, _ := e.Fields[k].(string); return v }
+	if r.Ses == "" {
+		r.Ses = str(desk.LogSessionID)
+	}
+	if r.WS == "" {
+		r.WS = str(desk.LogWorkspaceID)
+	}
+	r.Exe = str(desk.LogExecutionID)
+	if r.Ses != "" && r.WS == "" {
+		// The session's page needs its workspace: looked up once a page.
+		ws, ok := wsOf[r.Ses]
+		if !ok {
+			if x, err := s.d.Sessions.Get(ctx, r.Ses); err == nil {
+				ws = x.WorkspaceID
+			}
+			wsOf[r.Ses] = ws
+		}
+		r.WS = ws
+	}
+	if e.Level != desk.LogWarn && e.Level != desk.LogError {
+		return r
+	}
+	r.Where = e.Source
+	switch {
+	case str(desk.LogMethod) != "" && str(desk.LogPath) != "":
+		r.Where += " · " + str(desk.LogMethod) + " " + str(desk.LogPath)
+	case str(desk.LogComponent) != "":
+		r.Where += " · " + str(desk.LogComponent)
+	case str(desk.LogPath) != "":
+		r.Where += " · " + str(desk.LogPath)
+	}
+	if err := e.Fields[desk.LogErr]; err != nil {
+		msg := strings.TrimSpace(fmt.Sprint(err))
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = msg[:i] + " …"
+		}
+		r.Detail = msg
+		if len(msg) > maxLogDetail {
+			r.Detail = clipTo(msg, maxLogDetail)
+		}
+		r.Kind = errKind(msg)
+	}
+	return r
+}
+
+func clipTo(s string, n int) string {
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// errKinds name an error's kind from the words Go's errors use; the
+// first match wins, in this order.
+var errKinds = []struct{ kind, words string }{
+	{"timeout", "deadline exceeded|timeout|timed out"},
+	{"canceled", "context canceled"},
+	{"network", "connection refused|connection reset|no such host|broken pipe|network is unreachable|EOF"},
+	{"not found", "not found|no such file"},
+	{"permission", "permission denied|forbidden|unauthorized|operation not permitted"},
+	{"conflict", "conflict|already exists|duplicate key|UNIQUE constraint"},
+	{"store", "database is locked|SQLSTATE|sql:|sqlite|postgres"},
+	{"sandbox", "bwrap|bubblewrap|sandbox|seccomp"},
+	{"invalid input", "invalid|malformed|cannot unmarshal|syntax error"},
+	{"out of space", "no space left|quota|too large"},
+}
+
+func errKind(msg string) string {
+	low := strings.ToLower(msg)
+	for _, k := range errKinds {
+		for _, w := range strings.Split(k.words, "|") {
+			if strings.Contains(low, strings.ToLower(w)) {
+				return k.kind
+			}
+		}
+	}
+	return "error"
 }

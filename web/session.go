@@ -64,7 +64,14 @@ type msgView struct {
 	Spans []*span
 	// Episode is the episode a thread report notification carries.
 	Episode *threadCard
+	// Brief is the objective of a handler thread's first message (the
+	// orchestrator's <thread …> brief), shown without its markup.
+	Brief string
 }
+
+// threadBrief reads the brief a handler thread starts with (see
+// agent/tools/threads.go): the objective between the markup.
+var threadBrief = regexp.MustCompile(`(?s)^<thread id="[^"]*" title="(?:[^"\\]|\\.)*" thread_group_id="[^"]*">\nYou own this delegated objective:\n(.*)\n</thread>\n?$`)
 
 // span is one tool call shown as an execution span.
 type span struct {
@@ -315,6 +322,11 @@ func duration(d time.Duration) string {
 // message turns one transcript message into its view, tool calls as spans.
 func message(ses string, m *desk.Message, arts map[string]*desk.Artifact) *msgView {
 	v := &msgView{M: m}
+	if m.Role == desk.RoleUser {
+		if b := threadBrief.FindStringSubmatch(m.Text); b != nil {
+			v.Brief = b[1]
+		}
+	}
 	byCall := map[string]*desk.Command{}
 	for _, c := range m.Commands {
 		byCall[c.CallID] = c
@@ -971,8 +983,11 @@ func (s *Server) answerInput(w http.ResponseWriter, r *request) error {
 			answers[q] = vs[0]
 		}
 	}
+	// A typed answer counts only where no option is chosen: the card's
+	// own-answer radio (chosen by typing) sends an empty option, so an
+	// option picked after typing wins, as the card shows it.
 	for k, vs := range r.PostForm {
-		if q, ok := strings.CutPrefix(k, "c:"); ok && len(vs) > 0 && strings.TrimSpace(vs[0]) != "" {
+		if q, ok := strings.CutPrefix(k, "c:"); ok && len(vs) > 0 && strings.TrimSpace(vs[0]) != "" && answers[q] == "" {
 			answers[q] = strings.TrimSpace(vs[0])
 		}
 	}

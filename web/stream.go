@@ -51,6 +51,14 @@ type live struct {
 	// orchestrator, or the handler thread a thread page opened.
 	surface string
 	thread  string // the thread a thread page shows
+	// What the streaming steps show (see liveargs.go): each execution's
+	// text, the tool calls being written (by execution and index, or
+	// call id for a runtime's calls), and which spans and output panes
+	// the page has, so no fragment is sent for a target it lacks.
+	texts map[string]*liveText
+	calls map[string]*liveCall
+	spans map[string]bool
+	outs  map[string]bool
 }
 
 func (s *Server) stream(w http.ResponseWriter, r *request) error {
@@ -70,7 +78,8 @@ func (s *Server) stream(w http.ResponseWriter, r *request) error {
 			tseq = n
 		}
 	}
-	l := &live{s: s, ws: ws.ID, tseq: tseq, bubbles: map[string]bool{}}
+	l := &live{s: s, ws: ws.ID, tseq: tseq, bubbles: map[string]bool{},
+		texts: map[string]*liveText{}, calls: map[string]*liveCall{}, spans: map[string]bool{}, outs: map[string]bool{}}
 	if id := q.Get("session"); id != "" {
 		x, err := s.d.Sessions.Get(r.Context(), id)
 		if err != nil {
@@ -249,6 +258,9 @@ func (l *live) findTail(ctx context.Context) error {
 	if ts := turns(l.x.ID, ms, nil); len(ts) > 0 {
 		l.tail = ts[len(ts)-1]
 	}
+	for _, m := range ms {
+		l.known(m)
+	}
 	return nil
 }
 
@@ -287,6 +299,7 @@ func (l *live) sync() ([]part, error) {
 	defer func() { l.s.threadCards(l.ctx, l.x, views) }()
 	for _, m := range fresh {
 		v := message(l.x.ID, m, am)
+		l.known(m)
 		if m.Role == desk.RoleAssistant {
 			views = append(views, &turnView{Steps: []*msgView{v}})
 		} else {
@@ -298,8 +311,7 @@ func (l *live) sync() ([]part, error) {
 			continue
 		}
 		if l.bubbles[m.ExecutionID] {
-			parts = append(parts, part{"live-remove", m.ExecutionID})
-			delete(l.bubbles, m.ExecutionID)
+			parts = append(parts, l.unbubble(m.ExecutionID))
 		}
 		if l.tail != nil && l.tail.User == nil && l.tail.Exe == m.ExecutionID {
 			parts = append(parts, part{"append-step", stepTarget{Block: l.tail.ID, Step: v}})
@@ -345,16 +357,19 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 			Text string `json:"text"`
 		}
 		_ = json.Unmarshal(e.Data, &d)
-		parts = append(parts, part{"live-delta", map[string]string{"Exe": e.ExecutionID, "Text": d.Text}})
+		t := l.texts[e.ExecutionID]
+		if t == nil {
+			t = &liveText{}
+			l.texts[e.ExecutionID] = t
+		}
+		parts = append(parts, part{"live-md", t.add(e.ExecutionID, d.Text)})
 	case typ == "tool.call_started" && orchestrator:
 		if err := add(l.bubble(e.ExecutionID)); err != nil {
 			return nil, err
 		}
-		var d struct {
-			Tool string `json:"tool"`
-		}
-		_ = json.Unmarshal(e.Data, &d)
-		parts = append(parts, part{"live-tool", map[string]string{"Exe": e.ExecutionID, "Tool": d.Tool}})
+		parts = append(parts, l.callStarted(e)...)
+	case typ == "tool.args_delta" && orchestrator:
+		parts = append(parts, l.argsDelta(e)...)
 	case typ == "assistant.message" && orchestrator:
 		if err := add(l.sync()); err != nil {
 			return nil, err
@@ -385,8 +400,13 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 			call := desk.MessageCall{ID: c.CallID, Name: c.Tool, Arguments: c.Arguments}
 			sp := newSpan(l.x.ID, c.ExecutionID, call, &c, artifactMap(arts))
 			sp.OOB = true
-			l.s.threadCards(l.ctx, l.x, []*turnView{{Steps: []*msgView{{Spans: []*span{sp}}}}})
-			parts = append(parts, part{"span-oob", sp})
+			// A span the page does not show (its message is older than
+			// the page, or not written yet) has nothing to replace.
+			if l.spans[sp.ID] {
+				l.outs[c.ID] = true
+				l.s.threadCards(l.ctx, l.x, []*turnView{{Steps: []*msgView{{Spans: []*span{sp}}}}})
+				parts = append(parts, part{"span-oob", sp})
+			}
 		}
 	case typ == "tool.output" && orchestrator:
 		var d struct {
@@ -394,15 +414,16 @@ func (l *live) parts(e *desk.Event) ([]part, error) {
 			Text      string `json:"text"`
 		}
 		_ = json.Unmarshal(e.Data, &d)
-		parts = append(parts, part{"span-output", d})
+		if l.outs[d.CommandID] {
+			parts = append(parts, part{"span-output", d})
+		}
 	case strings.HasPrefix(typ, "execution."):
 		if orchestrator {
 			if err := add(l.sync()); err != nil {
 				return nil, err
 			}
 			if !desk.PhaseActive(strings.TrimPrefix(typ, "execution.")) && l.bubbles[e.ExecutionID] {
-				parts = append(parts, part{"live-remove", e.ExecutionID})
-				delete(l.bubbles, e.ExecutionID)
+				parts = append(parts, l.unbubble(e.ExecutionID))
 			}
 		}
 		if err := add(l.s.regionParts(l.ctx, l.view(), regionRun|regionQueue|regionCards|regionBudget)); err != nil {
@@ -486,4 +507,92 @@ func sidebarEvent(typ string) bool {
 	}
 	return strings.HasPrefix(typ, "approval.") || strings.HasPrefix(typ, "input.") || strings.HasPrefix(typ, "plan.") ||
 		strings.HasPrefix(typ, "thread.") || strings.HasPrefix(typ, "episode.")
+}
+
+// known notes the spans a transcript message puts on the page.
+func (l *live) known(m *desk.Message) {
+	for _, c := range m.ToolCalls {
+		l.spans[spanID(m.ExecutionID, c.ID)] = true
+	}
+}
+
+// unbubble removes an execution's streaming step and what it showed.
+func (l *live) unbubble(exe string) part {
+	delete(l.bubbles, exe)
+	delete(l.texts, exe)
+	// A runtime call's span id stays known: the stored step that replaces
+	// the bubble shows the same span.
+	for k := range l.calls {
+		if strings.HasPrefix(k, exe+"#") || strings.HasPrefix(k, exe+"@") {
+			delete(l.calls, k)
+		}
+	}
+	return part{"live-remove", exe}
+}
+
+// callStarted opens a tool call's place in the streaming step. desk's
+// agent numbers a step's calls (its argument deltas name the index); a
+// runtime's call has a command already, so its place is the span itself
+// (with an output pane), which the command's events then replace.
+func (l *live) callStarted(e *desk.Event) []part {
+	var d struct {
+		Index     *int   `json:"index"`
+		CallID    string `json:"call_id"`
+		CommandID string `json:"command_id"`
+		Tool      string `json:"tool"`
+		Title     string `json:"title"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil {
+		return nil
+	}
+	c := &liveCall{Tool: d.Tool}
+	var key string
+	switch {
+	case d.Index != nil:
+		key = e.ExecutionID + "#" + strconv.Itoa(*d.Index)
+		c.ID = "live-" + e.ExecutionID + "-call-" + strconv.Itoa(*d.Index)
+	case d.CallID != "":
+		key = e.ExecutionID + "@" + d.CallID
+		c.ID = spanID(e.ExecutionID, d.CallID)
+	default:
+		return nil
+	}
+	if l.calls[key] != nil {
+		return nil
+	}
+	l.calls[key] = c
+	v := c.view()
+	if d.Title != "" {
+		v.Target, v.Pending = clipLine(d.Title), false
+	}
+	if d.CommandID != "" && d.Index == nil {
+		v.Out = d.CommandID
+		l.spans[c.ID], l.outs[d.CommandID] = true, true
+	}
+	c.drawn = time.Now()
+	return []part{{"live-call-new", map[string]any{"Exe": e.ExecutionID, "Call": v}}}
+}
+
+// argsDelta grows a call's arguments and redraws its preview (at most
+// every argsEvery: a model may send a delta per token).
+func (l *live) argsDelta(e *desk.Event) []part {
+	var d struct {
+		Index int    `json:"index"`
+		Delta string `json:"delta"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil {
+		return nil
+	}
+	c := l.calls[e.ExecutionID+"#"+strconv.Itoa(d.Index)]
+	if c == nil {
+		return nil // the page joined after the call began
+	}
+	c.add(d.Delta)
+	if time.Since(c.drawn) < argsEvery {
+		return nil
+	}
+	c.drawn = time.Now()
+	v := c.view()
+	v.OOB = true
+	return []part{{"live-call", v}}
 }

@@ -42,6 +42,9 @@ func signInWith(t *testing.T, e *apptest.Env, token string) *browser {
 	if resp.StatusCode != 200 {
 		t.Fatalf("GET /login = %d", resp.StatusCode)
 	}
+	if !strings.Contains(body, "<code>desk login-link</code>") {
+		t.Fatal("the login page does not mention desk login-link")
+	}
 	field := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
 	if field == nil {
 		t.Fatalf("login form has no csrf field:\n%s", body)

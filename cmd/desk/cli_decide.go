@@ -366,7 +366,8 @@ func parseAnswers(cmd *cobra.Command, answersJSON string, args []string) (map[st
 }
 
 func planCmd(g *globals) *cobra.Command {
-	cmd := noun("plan", "Approve, decline or revise a plan card the agent proposed")
+	cmd := noun("plan", "List, approve, decline or revise the plan cards the agent proposed")
+	cmd.AddCommand(planLsCmd(g))
 	for _, op := range []struct{ name, short string }{
 		{"approve", "Approve a plan card: the turn carries it out, with the plan kept in front of the agent"},
 		{"decline", "Decline a plan card: the turn stops"},
@@ -401,6 +402,88 @@ func planCmd(g *globals) *cobra.Command {
 		cmd.AddCommand(c)
 	}
 	return cmd
+}
+
+// planLsCmd lists a session's plan cards. A plan waits only inside its
+// running turn, so by default only the running turns are read; --all
+// reads every turn's. The plans are read from the turns' events: each
+// decision is a plan.<status> event carrying the plan.
+func planLsCmd(g *globals) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "ls SES [--all]",
+		Short: "List the plan cards waiting for a decision (--all: every plan of the session, oldest first)",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if err := checkKind(a[0], "ses"); err != nil {
+				return err
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			xs, err := c.Executions(cmd.Context(), a[0])
+			if err != nil {
+				return err
+			}
+			plans := []*desk.Plan{}
+			for i := len(xs) - 1; i >= 0; i-- { // the API lists newest first
+				if !all && xs[i].Terminal() {
+					continue
+				}
+				x, err := c.Execution(cmd.Context(), xs[i].ID)
+				if err != nil {
+					return err
+				}
+				plans = append(plans, plansOf(x, all)...)
+			}
+			return out(cmd, g, plans, func(w io.Writer) {
+				if len(plans) == 0 {
+					if all {
+						fmt.Fprintln(w, "no plans in this session")
+					} else {
+						fmt.Fprintln(w, "no plan is waiting (desk plan ls --all lists the decided ones)")
+					}
+					return
+				}
+				for _, p := range plans {
+					fmt.Fprintf(w, "%s  %-9s %q  (turn %s)\n", p.ID, p.Status, planTitle(p.Card), p.ExecutionID)
+					if p.Status == desk.PlanProposed {
+						fmt.Fprintf(w, "    desk plan approve %s · desk plan decline %s · desk plan revise %s --notes \"…\"\n", p.ID, p.ID, p.ID)
+					}
+				}
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "every plan of the session, decided ones and those of finished turns too")
+	return cmd
+}
+
+// plansOf is an execution's plans as its events last left them, in the
+// order they were proposed; without all, only those still waiting.
+func plansOf(x *desk.Execution, all bool) []*desk.Plan {
+	byID := map[string]*desk.Plan{}
+	var order []string
+	for _, e := range x.Events {
+		if !strings.HasPrefix(e.Type, "plan.") {
+			continue
+		}
+		var p desk.Plan
+		if json.Unmarshal(e.Data, &p) != nil || !strings.HasPrefix(p.ID, "pln") || p.Status == "" {
+			continue // plan.pinned and plan.updated name a plan without it
+		}
+		if byID[p.ID] == nil {
+			order = append(order, p.ID)
+		}
+		byID[p.ID] = &p
+	}
+	var out []*desk.Plan
+	for _, id := range order {
+		if p := byID[id]; all || p.Status == desk.PlanProposed {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // planCard is the part of a plan card the CLI shows.

@@ -60,13 +60,15 @@ func TestCLISendQueueInterrupt(t *testing.T) {
 	c.ok("queue", "steer", x.ID, second.Item.ID)
 	c.fail(exitUsage, "queue", "move", x.ID, second.Item.ID, "sideways")
 	waitRunning(t, c, first.ExecutionID)
-	if out := c.ok("interrupt", x.ID, first.ExecutionID); !strings.Contains(out, "stopped") {
-		t.Fatalf("interrupt: %s", out)
+	// The execution id alone names the session.
+	if out := c.ok("interrupt", first.ExecutionID); !strings.Contains(out, "stopped") {
+		t.Fatalf("interrupt EXE: %s", out)
 	}
 	if out := c.ok("interrupt", x.ID, first.ExecutionID); !strings.Contains(out, "already finished") {
 		t.Fatalf("second interrupt: %s", out)
 	}
 	c.fail(exitNotFound, "interrupt", x.ID, "exe_01ARZ3NDEKTSV4RRFFQ69G5FAV")
+	c.fail(exitNotFound, "interrupt", "exe_01ARZ3NDEKTSV4RRFFQ69G5FAV")
 	var blocks []desk.Block
 	c.json(&blocks, "blocks", "ls", x.ID)
 	if len(blocks) != 1 || blocks[0].Kind != desk.BlockUserCooldown {
@@ -137,4 +139,48 @@ func TestCLIScriptSession(t *testing.T) {
 	if r := c.run("session", "create", ws.ID, "--model", "script", "--script", bad); r.e == nil || !strings.Contains(r.e.Error(), "not JSON") {
 		t.Fatalf("bad script: %v", r.e)
 	}
+}
+
+// TestCLIPlanLs: a plan card waiting in a running turn is listed with the
+// commands that decide it; once approved it is listed only with --all.
+func TestCLIPlanLs(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	var ws desk.Workspace
+	c.json(&ws, "workspace", "create", "acme")
+	script := filepath.Join(t.TempDir(), "script.json")
+	if err := os.WriteFile(script, []byte(`{"steps":[{"tool_calls":[{"name":"clarify","arguments":{"plan":{"title":"Tidy the reports","steps":["list them","merge them"]}}}]},{"text":"Tidied."}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var x desk.Session
+	c.json(&x, "session", "create", ws.ID, "--model", "script", "--script", script)
+	if out := c.ok("plan", "ls", x.ID); !strings.Contains(out, "no plan is waiting") {
+		t.Fatalf("plan ls before any turn:\n%s", out)
+	}
+	c.ok("send", "--no-wait", x.ID, "tidy up")
+	var plans []desk.Plan
+	testwait.Until(t, 10*time.Second, func() bool {
+		c.json(&plans, "plan", "ls", x.ID)
+		return len(plans) == 1
+	}, "the waiting plan")
+	if plans[0].Status != desk.PlanProposed || plans[0].SessionID != x.ID {
+		t.Fatalf("waiting plan: %+v", plans[0])
+	}
+	out := c.ok("plan", "ls", x.ID)
+	for _, want := range []string{plans[0].ID, "Tidy the reports", "desk plan approve " + plans[0].ID} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("plan ls lacks %q:\n%s", want, out)
+		}
+	}
+	c.ok("plan", "approve", plans[0].ID)
+	testwait.Until(t, 10*time.Second, func() bool {
+		c.json(&plans, "plan", "ls", x.ID)
+		return len(plans) == 0
+	}, "no plan waiting after the approval")
+	var every []desk.Plan
+	c.json(&every, "plan", "ls", x.ID, "--all")
+	if len(every) != 1 || every[0].Status != desk.PlanApproved {
+		t.Fatalf("plan ls --all: %+v", every)
+	}
+	c.fail(exitNotFound, "plan", "ls", ws.ID)
 }

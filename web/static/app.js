@@ -1,6 +1,6 @@
 // desk web UI behaviour: the composer (Enter sends, drafts saved on the
 // server), transcript scrolling, copy buttons, uploads with progress, the
-// command palette (Ctrl/Cmd+K) and the narrow-screen panels. Everything
+// command palette (Ctrl/Cmd+K or +P; Ctrl/Cmd+Shift+P in command mode) and the narrow-screen panels. Everything
 // else is htmx. No inline scripts: the CSP forbids them.
 (function () {
   "use strict";
@@ -9,6 +9,29 @@
 
   function $(sel, root) { return (root || document).querySelector(sel); }
   function $all(sel, root) { return Array.prototype.slice.call((root || document).querySelectorAll(sel)); }
+
+  // The SSE extension reports every dropped connection as htmx:sseError,
+  // which htmx also writes to the console as an error. A stream the
+  // browser is already retrying (desk restarting, a network blip) is a
+  // state the page shows with its connection indicator, not an error: its
+  // error goes to the page as htmx:sseError without the console line. A
+  // stream the browser gave up on (CLOSED) still takes the extension's
+  // path, which reconnects it and logs.
+  if (window.htmx && htmx.createEventSource) {
+    var createEventSource = htmx.createEventSource;
+    htmx.createEventSource = function (url) {
+      var es = createEventSource(url);
+      var handler = null;
+      Object.defineProperty(es, "onerror", { configurable: true, get: function () { return handler; }, set: function (fn) { handler = fn; } });
+      es.addEventListener("error", function (e) {
+        if (es.readyState === EventSource.CLOSED) { if (handler) handler.call(es, e); return; }
+        $all("[sse-connect]").forEach(function (el) {
+          if (el.getAttribute("sse-connect") === url) htmx.trigger(el, "htmx:sseError", { source: es });
+        });
+      });
+      return es;
+    };
+  }
 
   // ---- Transcript: open at the newest message, follow new ones while the
   // reader is at the bottom, never show a message twice.
@@ -311,10 +334,66 @@
     htmx.onLoad(function (el) { addCopyButtons(el); });
   }
 
+  // ---- A question card: typing an answer of one's own chooses it, so
+  // what is sent is what the card shows chosen.
+  document.addEventListener("input", function (e) {
+    var t = e.target;
+    if (!t || !t.matches || !t.matches("[data-custom-answer]")) return;
+    var r = t.parentElement && t.parentElement.querySelector("[data-custom-choice]");
+    if (r && t.value.trim() !== "") r.checked = true;
+  });
+
   // ---- Logs: follow the tail, mark what is shown as seen.
+  // A warning or error is read once it has been in view. The server keeps
+  // one seen mark per viewer (every entry up to it is read), so the mark
+  // moves to just below the oldest entry of the list not yet seen; it
+  // moves only on the unfiltered list, where no unread entry is hidden.
+  var readSent = 0;
+  function markRead() {
+    var list = $("#log-entries");
+    if (!list || !list.hasAttribute("data-mark-read")) return;
+    var rows = $all("#log-entries > li[data-seq]");
+    var upto = 0;
+    for (var i = 0; i < rows.length; i++) {
+      if (rows[i].classList.contains("unread")) break;
+      upto = Math.max(upto, +rows[i].dataset.seq);
+    }
+    if (upto <= readSent) return;
+    readSent = upto;
+    fetch("/logs/seen", {
+      method: "POST", credentials: "same-origin", body: "seq=" + upto,
+      headers: { "X-CSRF-Token": csrf, "HX-Request": "true", "Content-Type": "application/x-www-form-urlencoded" }
+    }).then(function (r) { return r.ok ? r.text() : ""; }).then(function (html) {
+      var nav = $("#nav-unread");
+      if (html && nav) { nav.outerHTML = html; var n = $("#nav-unread"); if (n) htmx.process(n); }
+    }, function () { readSent = 0; });
+  }
+  var readTimer = null;
+  var seenRows = window.IntersectionObserver ? new IntersectionObserver(function (es) {
+    es.forEach(function (en) {
+      if (!en.isIntersecting) return;
+      en.target.classList.remove("unread");
+      en.target.classList.add("read");
+      seenRows.unobserve(en.target);
+    });
+    clearTimeout(readTimer);
+    readTimer = setTimeout(markRead, 300);
+  }, { threshold: 0.5 }) : null;
+  function watchRows() {
+    if (!seenRows) return;
+    $all("#log-entries > li.unread:not([data-watched])").forEach(function (li) { li.setAttribute("data-watched", ""); seenRows.observe(li); });
+  }
+  watchRows();
+  document.addEventListener("htmx:afterSwap", watchRows);
+  // Only so many rows stay on the page: the oldest go as new ones come.
+  // The view does not jump when they do: the browser's scroll anchoring
+  // keeps the rows in view where they were.
+  var maxLogRows = 2000;
   document.addEventListener("htmx:sseMessage", function (e) {
     var list = e.target;
     if (list && list.id === "log-entries") {
+      watchRows();
+      while (list.children.length > maxLogRows) list.firstElementChild.remove();
       var follow = $("#follow");
       if (!follow || follow.checked) list.lastElementChild && list.lastElementChild.scrollIntoView({ block: "end" });
     }
@@ -425,7 +504,14 @@
     }, function () { connection(false); });
   }
   function openPalette(prefix) {
-    if (!palette || palette.open) return;
+    if (!palette) return;
+    if (palette.open) { // a shortcut switches the open palette's mode
+      input.value = prefix || "";
+      selected = 0;
+      renderPalette();
+      input.focus();
+      return;
+    }
     input.value = prefix || "";
     selected = 0;
     renderPalette();
@@ -446,10 +532,17 @@
     return el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
   }
   document.addEventListener("keydown", function (e) {
-    if ((e.ctrlKey || e.metaKey) && (e.key === "k" || e.key === "K")) {
-      e.preventDefault();
-      openPalette("");
-      return;
+    // As svvy names them: Ctrl/Cmd+Shift+P opens the palette in command
+    // mode (">" typed), Ctrl/Cmd+P as quick-open (empty; the browser's
+    // Print is not what a press means here); Ctrl/Cmd+K stays. They work
+    // while typing in the composer too.
+    if ((e.ctrlKey || e.metaKey) && !e.altKey) {
+      var key = e.key.toLowerCase();
+      if (key === "p" || (key === "k" && !e.shiftKey)) {
+        e.preventDefault();
+        openPalette(key === "p" && e.shiftKey ? "> " : "");
+        return;
+      }
     }
     // The shortcuts the palette shows work outside text fields, without
     // modifiers.

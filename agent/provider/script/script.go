@@ -23,7 +23,9 @@ type Step struct {
 	Text      string     `json:"text,omitempty"`
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// DelayMS streams the step slowly: the text (and each tool call) is
-	// delivered in pieces spread over this many milliseconds.
+	// delivered in pieces spread over this many milliseconds; a tool
+	// call's arguments then stream in pieces of about 256 bytes too, so a
+	// page can be watched rendering them as they come.
 	DelayMS int `json:"delay_ms,omitempty"`
 	// Usage is the token counts the step reports, as a provider would;
 	// without it the step reports an estimate from the request's size.
@@ -162,7 +164,10 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, fn func(pro
 	}
 	st := p.Script.Steps[i]
 	pieces := splitText(st.Text)
-	n := len(pieces) + len(st.ToolCalls)
+	n := len(pieces)
+	for _, c := range st.ToolCalls {
+		n += len(splitArgs(string(c.Arguments)))
+	}
 	var pause time.Duration
 	if st.DelayMS > 0 && n > 0 {
 		pause = time.Duration(st.DelayMS) * time.Millisecond / time.Duration(n)
@@ -201,7 +206,20 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, fn func(pro
 		}
 		id := "call_" + strconv.Itoa(i) + "_" + strconv.Itoa(k)
 		fn(provider.Event{Type: provider.EventToolCallStart, Index: k, ToolCallID: id, Name: c.Name})
-		fn(provider.Event{Type: provider.EventToolCallDelta, Index: k, ArgsDelta: string(args)})
+		if pause == 0 {
+			fn(provider.Event{Type: provider.EventToolCallDelta, Index: k, ArgsDelta: string(args)})
+		}
+		for j, piece := range splitArgs(string(args)) {
+			if pause == 0 {
+				break
+			}
+			if j > 0 {
+				if err := wait(); err != nil {
+					return nil, err
+				}
+			}
+			fn(provider.Event{Type: provider.EventToolCallDelta, Index: k, ArgsDelta: piece})
+		}
 		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: id, Name: c.Name, Arguments: args})
 	}
 	if len(resp.ToolCalls) > 0 {
@@ -228,6 +246,24 @@ func splitText(s string) []string {
 		out = append(out, s[start:])
 	}
 	return out
+}
+
+// argsPiece is the size of a slow step's argument pieces.
+const argsPiece = 256
+
+// splitArgs cuts arguments into pieces of about argsPiece bytes, never
+// inside a character.
+func splitArgs(s string) []string {
+	var out []string
+	for len(s) > argsPiece {
+		n := argsPiece
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return append(out, s)
 }
 
 func estimate(req provider.Request) int {

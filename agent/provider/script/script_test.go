@@ -3,9 +3,11 @@ package script
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/desk-runtime/desk/agent/provider"
 )
@@ -128,5 +130,40 @@ func TestPlaceholders(t *testing.T) {
 	r, err = raw.Stream(context.Background(), provider.Request{}, func(provider.Event) {})
 	if err != nil || !strings.Contains(string(r.ToolCalls[0].Arguments), "{{thread:alpha}}") {
 		t.Fatalf("without Refs: %s %v", r.ToolCalls[0].Arguments, err)
+	}
+}
+
+// TestSlowArgumentsStreamInPieces: a slow step's tool arguments arrive in
+// several deltas that join to the whole arguments, each cut on a
+// character boundary; a step without a delay sends them in one delta.
+func TestSlowArgumentsStreamInPieces(t *testing.T) {
+	content := strings.Repeat("é line of the file\n", 80)
+	for _, delay := range []int{0, 20} {
+		s, err := Parse([]byte(`{"steps":[{"tool_calls":[{"name":"write_file","arguments":{"path":"/artifacts/a.md","content":` +
+			strconv.Quote(content) + `}}],"delay_ms":` + strconv.Itoa(delay) + `}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &Provider{Script: s, Cursor: &memCursor{}}
+		var deltas []string
+		resp, err := p.Stream(context.Background(), provider.Request{}, func(e provider.Event) {
+			if e.Type == provider.EventToolCallDelta {
+				deltas = append(deltas, e.ArgsDelta)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(deltas, ""); got != string(resp.ToolCalls[0].Arguments) {
+			t.Fatalf("delay %d: deltas join to %q, want the arguments", delay, got)
+		}
+		for _, d := range deltas {
+			if !utf8.ValidString(d) {
+				t.Fatalf("delay %d: a piece cuts a character: %q", delay, d)
+			}
+		}
+		if delay == 0 && len(deltas) != 1 || delay > 0 && len(deltas) < 5 {
+			t.Fatalf("delay %d: %d deltas", delay, len(deltas))
+		}
 	}
 }
