@@ -82,9 +82,17 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// connect opens an MCP session over streamable HTTP with the SDK's own
-// client, as the given token.
+// connect opens an MCP session of the 2025-11-25 revision (initialize,
+// Mcp-Session-Id, logging/setLevel, resources/subscribe) over streamable
+// HTTP with the SDK's own client, as the given token.
 func (w *world) connect(t *testing.T, token string) *sdk.ClientSession {
+	t.Helper()
+	return w.connectAt(t, token, "2025-11-25", w.mcpURL)
+}
+
+// connectAt connects the SDK's client at protocol version (2026-07-28:
+// stateless, server/discover and no session) to the MCP endpoint url.
+func (w *world) connectAt(t *testing.T, token, version, url string) *sdk.ClientSession {
 	t.Helper()
 	c := sdk.NewClient(&sdk.Implementation{Name: "desk-test", Version: "1"}, &sdk.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
@@ -105,7 +113,7 @@ func (w *world) connect(t *testing.T, token string) *sdk.ClientSession {
 		},
 	})
 	hc := &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
-	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: w.mcpURL, HTTPClient: hc}, nil)
+	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
