@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/desk-runtime/desk/store/postgres/pgtest"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// alternate sends each HTTP request of an MCP client to the next of nodes
+// in turn (no stickiness of any kind), with the bearer token, and records
+// what it saw.
+type alternate struct {
+	nodes []*url.URL
+	token string
+
+	mu        sync.Mutex
+	n         int
+	perNode   map[string]int
+	sessionID []string // Mcp-Session-Id headers sent or received
+	versions  map[string]int
+}
+
+func (a *alternate) RoundTrip(r *http.Request) (*http.Response, error) {
+	a.mu.Lock()
+	u := a.nodes[a.n%len(a.nodes)]
+	a.n++
+	a.perNode[u.Host]++
+	a.versions[r.Header.Get("MCP-Protocol-Version")]++
+	if s := r.Header.Get("Mcp-Session-Id"); s != "" {
+		a.sessionID = append(a.sessionID, s)
+	}
+	a.mu.Unlock()
+	r = r.Clone(r.Context())
+	r.URL.Scheme, r.URL.Host, r.Host = u.Scheme, u.Host, u.Host
+	r.Header.Set("Authorization", "Bearer "+a.token)
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil {
+		if s := resp.Header.Get("Mcp-Session-Id"); s != "" {
+			a.mu.Lock()
+			a.sessionID = append(a.sessionID, s)
+			a.mu.Unlock()
+		}
+	}
+	return resp, err
+}
+
+// TestMCPStatelessAcrossTwoNodes: two real `desk serve` processes on one
+// Postgres database, and the official MCP Go SDK client (v1.8.0, which
+// speaks 2026-07-28) whose every HTTP request goes to the other node than
+// the one before. Discovery, tools/list, a session_send that waits for the
+// turn's reply, and resources/list all succeed, at 2026-07-28 and without
+// any Mcp-Session-Id: any node answers any request. A 2025-06-18 client
+// (initialize, a session) still works against one node.
+func TestMCPStatelessAcrossTwoNodes(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("two-node test: skipped in -short mode")
+	}
+	pg := pgtest.DSN(t)
+	home := t.TempDir() + "/home"
+	opts := deskOpts{Home: home, Token: "mcp2", Env: []string{"DESK_POSTGRES=" + pg, "DESK_SHARED_HOME=1"}}
+	a := startDesk(t, opts)
+	b := startDesk(t, opts)
+
+	var ws, ses struct{ ID string }
+	a.call("POST", "/v1/workspaces", map[string]any{"name": "mcp"}, &ws)
+	script := map[string]any{"steps": []map[string]any{{"text": "hello from the turn"}}}
+	b.call("POST", "/v1/workspaces/"+ws.ID+"/sessions", map[string]any{"model": "script", "script": script}, &ses)
+
+	ua, _ := url.Parse(a.URL)
+	ub, _ := url.Parse(b.URL)
+	rt := &alternate{nodes: []*url.URL{ua, ub}, token: a.Token, perNode: map[string]int{}, versions: map[string]int{}}
+	ctx := context.Background()
+	c := sdk.NewClient(&sdk.Implementation{Name: "desk-e2e", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: a.URL + "/mcp", HTTPClient: &http.Client{Transport: rt}}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %q, want 2026-07-28", v)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools.Tools) == 0 || tools.TTLMs <= 0 || tools.CacheScope != "public" {
+		t.Fatalf("tools/list: %d tools, ttlMs %d, cacheScope %q", len(tools.Tools), tools.TTLMs, tools.CacheScope)
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "session_send",
+		Arguments: map[string]any{"session_id": ses.ID, "text": "hi", "wait": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct{ Outcome, Reply string }
+	raw, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(raw, &out)
+	if res.IsError || out.Outcome != "completed" || !strings.Contains(out.Reply, "hello from the turn") {
+		t.Fatalf("session_send = error %v, %s", res.IsError, raw)
+	}
+	rl, err := cs.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rl.Resources) == 0 || rl.CacheScope != "private" {
+		t.Fatalf("resources/list: %d resources, cacheScope %q", len(rl.Resources), rl.CacheScope)
+	}
+	rt.mu.Lock()
+	if rt.perNode[ua.Host] < 2 || rt.perNode[ub.Host] < 2 {
+		t.Errorf("requests per node: %v; want both nodes used", rt.perNode)
+	}
+	if len(rt.sessionID) > 0 {
+		t.Errorf("Mcp-Session-Id seen at 2026-07-28: %v", rt.sessionID)
+	}
+	if rt.versions["2026-07-28"] < 4 {
+		t.Errorf("MCP-Protocol-Version headers: %v", rt.versions)
+	}
+	rt.mu.Unlock()
+
+	// An old client: 2025-06-18, initialize and a session, on node A.
+	one := &alternate{nodes: []*url.URL{ua}, token: a.Token, perNode: map[string]int{}, versions: map[string]int{}}
+	old, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: a.URL + "/mcp", HTTPClient: &http.Client{Transport: one}},
+		&sdk.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+	if err != nil {
+		t.Fatalf("connect at 2025-06-18: %v", err)
+	}
+	defer old.Close()
+	if v := old.InitializeResult().ProtocolVersion; v != "2025-06-18" {
+		t.Fatalf("old client negotiated %q", v)
+	}
+	if old.ID() == "" {
+		t.Fatal("old client has no Mcp-Session-Id")
+	}
+	if _, err := old.ListTools(ctx, nil); err != nil {
+		t.Fatalf("tools/list at 2025-06-18: %v", err)
+	}
+}
