@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/desk-runtime/desk/store/postgres/pgtest"
@@ -56,7 +57,8 @@ func (a *alternate) RoundTrip(r *http.Request) (*http.Response, error) {
 // speaks 2026-07-28) whose every HTTP request goes to the other node than
 // the one before. Discovery, tools/list, a session_send that waits for the
 // turn's reply, and resources/list all succeed, at 2026-07-28 and without
-// any Mcp-Session-Id: any node answers any request. A 2025-06-18 client
+// any Mcp-Session-Id: any node answers any request, and the client goes on
+// when a node is killed and another takes its place. A 2025-06-18 client
 // (initialize, a session) still works against one node.
 func TestMCPStatelessAcrossTwoNodes(t *testing.T) {
 	t.Parallel()
@@ -123,6 +125,28 @@ func TestMCPStatelessAcrossTwoNodes(t *testing.T) {
 		t.Errorf("MCP-Protocol-Version headers: %v", rt.versions)
 	}
 	rt.mu.Unlock()
+
+	// Node A is killed and a new node takes its place (another port): the
+	// same client session goes on without re-initializing, since no node
+	// held anything of it.
+	a.End(syscall.SIGKILL)
+	a2 := a.Again()
+	ua2, _ := url.Parse(a2.URL)
+	rt.mu.Lock()
+	rt.nodes[0] = ua2
+	rt.mu.Unlock()
+	for range 2 {
+		if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "sessions_list", Arguments: map[string]any{"workspace_id": ws.ID}}); err != nil {
+			t.Fatalf("after node A restarted: %v", err)
+		}
+	}
+	rt.mu.Lock()
+	if rt.perNode[ua2.Host] == 0 {
+		t.Errorf("the restarted node answered nothing: %v", rt.perNode)
+	}
+	rt.mu.Unlock()
+	a = a2
+	ua = ua2
 
 	// An old client: 2025-06-18, initialize and a session, on node A.
 	one := &alternate{nodes: []*url.URL{ua}, token: a.Token, perNode: map[string]int{}, versions: map[string]int{}}
