@@ -109,11 +109,13 @@ func newBackend(callerOf func(*sdk.RequestExtra) *client.Client, o Options) *bac
 			Resources:   &sdk.ResourceCapabilities{Subscribe: true},
 			Tools:       &sdk.ToolCapabilities{},
 			Prompts:     &sdk.PromptCapabilities{},
+			Extensions:  map[string]any{TasksExtension: map[string]any{}},
 		},
 	})
 	b.addTools(b.srv)
 	b.addResources(b.srv)
 	b.addPrompts(b.srv)
+	b.addTasks(b.srv)
 	b.srv.AddReceivingMiddleware(b.withCaller)
 	return b
 }
@@ -153,6 +155,9 @@ func (b *backend) withCaller(next sdk.MethodHandler) sdk.MethodHandler {
 		ctx = context.WithValue(ctx, callerKey{}, c)
 		if method == "resources/list" {
 			return b.listResources(ctx)
+		}
+		if in, ok := wantsTask(req); ok {
+			return b.createTask(ctx, in)
 		}
 		return next(ctx, method, req)
 	}
