@@ -9,7 +9,11 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/desk-runtime/desk/internal/testwait"
+	"github.com/desk-runtime/desk/mcpserver"
+	"github.com/desk-runtime/desk/sandbox"
 	"github.com/desk-runtime/desk/store/postgres/pgtest"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -59,7 +63,10 @@ func (a *alternate) RoundTrip(r *http.Request) (*http.Response, error) {
 // turn's reply, and resources/list all succeed, at 2026-07-28 and without
 // any Mcp-Session-Id: any node answers any request, and the client goes on
 // when a node is killed and another takes its place. A 2025-06-18 client
-// (initialize, a session) still works against one node.
+// (initialize, a session) still works against one node. Where a command
+// sandbox exists, a turn runs as a Task (the Tasks extension) to completion
+// through an approval answered via MRTR (tasks/get input_required,
+// tasks/update), every request on the other node than the one before.
 func TestMCPStatelessAcrossTwoNodes(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -148,6 +155,22 @@ func TestMCPStatelessAcrossTwoNodes(t *testing.T) {
 	a = a2
 	ua = ua2
 
+	// A desk turn as a Task (the Tasks extension), through an approval
+	// answered via MRTR (tasks/get: input_required with the approval as an
+	// elicitation; tasks/update answers it), every request on the other
+	// node than the one before.
+	if _, err := sandbox.Detect(); err != nil {
+		t.Logf("no command sandbox here, so no exec_command to approve; the task part is skipped: %v", err)
+	} else {
+		a.call("PATCH", "/v1/workspaces/"+ws.ID+"/agent", map[string]any{"approval_mode": "user"}, nil)
+		var as struct{ ID string }
+		appr := map[string]any{"steps": []map[string]any{
+			{"tool_calls": []map[string]any{{"name": "exec_command", "arguments": map[string]any{"command": "echo hi"}}}},
+			{"text": "ran it"}}}
+		b.call("POST", "/v1/workspaces/"+ws.ID+"/sessions", map[string]any{"model": "script", "script": appr}, &as)
+		runTaskAcrossNodes(t, rt, a.URL+"/mcp", as.ID)
+	}
+
 	// An old client: 2025-06-18, initialize and a session, on node A.
 	one := &alternate{nodes: []*url.URL{ua}, token: a.Token, perNode: map[string]int{}, versions: map[string]int{}}
 	old, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: a.URL + "/mcp", HTTPClient: &http.Client{Transport: one}},
@@ -164,5 +187,70 @@ func TestMCPStatelessAcrossTwoNodes(t *testing.T) {
 	}
 	if _, err := old.ListTools(ctx, nil); err != nil {
 		t.Fatalf("tools/list at 2025-06-18: %v", err)
+	}
+}
+
+type e2eTaskReq struct {
+	sdk.ParamsBase
+	TaskID         string                     `json:"taskId"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
+}
+
+type e2eTaskRes struct {
+	sdk.ResultBase
+	Status        string              `json:"status"`
+	InputRequests sdk.InputRequestMap `json:"inputRequests"`
+	Result        *sdk.CallToolResult `json:"result"`
+}
+
+// runTaskAcrossNodes drives session_send with wait as a task to
+// completion with the SDK's client (tasks/* as its custom methods),
+// answering the turn's approval through tasks/update.
+func runTaskAcrossNodes(t *testing.T, rt *alternate, endpoint, ses string) {
+	t.Helper()
+	ctx := context.Background()
+	c := sdk.NewClient(&sdk.Implementation{Name: "desk-e2e-tasks", Version: "1"}, &sdk.ClientOptions{
+		Capabilities: &sdk.ClientCapabilities{Extensions: map[string]any{mcpserver.TasksExtension: map[string]any{}}}})
+	for _, m := range []string{"tasks/get", "tasks/update"} {
+		if err := sdk.AddSendingCustomMethod[*e2eTaskReq, *e2eTaskRes](c, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: rt}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "session_send", Arguments: map[string]any{"session_id": ses, "text": "run it", "wait": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := res.Meta[mcpserver.TaskIDMeta].(string)
+	if id == "" {
+		t.Fatalf("session_send did not become a task: %+v", res)
+	}
+	get := func() *e2eTaskRes {
+		r, err := sdk.CallCustomMethod[*e2eTaskReq, *e2eTaskRes](ctx, cs, "tasks/get", &e2eTaskReq{TaskID: id})
+		if err != nil {
+			t.Fatalf("tasks/get: %v", err)
+		}
+		return r
+	}
+	var r *e2eTaskRes
+	testwait.Until(t, time.Minute, func() bool { r = get(); return r.Status == "input_required" }, "the task's approval (input_required)")
+	answers := map[string]json.RawMessage{}
+	for k := range r.InputRequests {
+		answers[k] = json.RawMessage(`{"action":"accept","content":{"decision":"approve"}}`)
+	}
+	if len(answers) != 1 {
+		t.Fatalf("inputRequests: %+v", r.InputRequests)
+	}
+	if _, err := sdk.CallCustomMethod[*e2eTaskReq, *e2eTaskRes](ctx, cs, "tasks/update", &e2eTaskReq{TaskID: id, InputResponses: answers}); err != nil {
+		t.Fatalf("tasks/update: %v", err)
+	}
+	testwait.Until(t, time.Minute, func() bool { r = get(); return r.Status == "completed" }, "the task completed")
+	raw, _ := json.Marshal(r.Result.StructuredContent)
+	if !strings.Contains(string(raw), "ran it") || !strings.Contains(string(raw), `"outcome":"completed"`) {
+		t.Fatalf("completed task: %s", raw)
 	}
 }
