@@ -199,6 +199,7 @@ type e2eTaskReq struct {
 type e2eTaskRes struct {
 	sdk.ResultBase
 	Status        string              `json:"status"`
+	StatusMessage string              `json:"statusMessage"`
 	InputRequests sdk.InputRequestMap `json:"inputRequests"`
 	Result        *sdk.CallToolResult `json:"result"`
 }
@@ -253,4 +254,107 @@ func runTaskAcrossNodes(t *testing.T, rt *alternate, endpoint, ses string) {
 	if !strings.Contains(string(raw), "ran it") || !strings.Contains(string(raw), `"outcome":"completed"`) {
 		t.Fatalf("completed task: %s", raw)
 	}
+}
+
+// TestMCPTaskSurvivesNodeRestart: a task waits for its approval while
+// both nodes are killed (so the one running its turn dies) and two new
+// ones take their place; the task is polled, and its approval answered if
+// asked again, through the new nodes alternately. The task reaches a
+// terminal status (in the runs so far: completed, with the turn's reply —
+// desk took the turn up again), and both nodes report the same one;
+// completed means the reply is the turn's. Nothing of the task lived in a
+// killed process.
+func TestMCPTaskSurvivesNodeRestart(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("two-node test: skipped in -short mode")
+	}
+	if _, err := sandbox.Detect(); err != nil {
+		t.Skipf("no command sandbox here, so no exec_command to approve: %v", err)
+	}
+	pg := pgtest.DSN(t)
+	home := t.TempDir() + "/home"
+	opts := deskOpts{Home: home, Token: "mcp3", Env: []string{"DESK_POSTGRES=" + pg, "DESK_SHARED_HOME=1",
+		"DESK_OWNER_TTL=3s", "DESK_HEARTBEAT_TIMEOUT=2s"}}
+	a := startDesk(t, opts)
+	b := startDesk(t, opts)
+	var ws, ses struct{ ID string }
+	a.call("POST", "/v1/workspaces", map[string]any{"name": "mcp"}, &ws)
+	a.call("PATCH", "/v1/workspaces/"+ws.ID+"/agent", map[string]any{"approval_mode": "user"}, nil)
+	appr := map[string]any{"steps": []map[string]any{
+		{"tool_calls": []map[string]any{{"name": "exec_command", "arguments": map[string]any{"command": "echo hi"}}}},
+		{"text": "ran it"}}}
+	b.call("POST", "/v1/workspaces/"+ws.ID+"/sessions", map[string]any{"model": "script", "script": appr}, &ses)
+
+	ua, _ := url.Parse(a.URL)
+	ub, _ := url.Parse(b.URL)
+	rt := &alternate{nodes: []*url.URL{ua, ub}, token: a.Token, perNode: map[string]int{}, versions: map[string]int{}}
+	ctx := context.Background()
+	c := sdk.NewClient(&sdk.Implementation{Name: "desk-e2e-tasks", Version: "1"}, &sdk.ClientOptions{
+		Capabilities: &sdk.ClientCapabilities{Extensions: map[string]any{mcpserver.TasksExtension: map[string]any{}}}})
+	for _, m := range []string{"tasks/get", "tasks/update"} {
+		if err := sdk.AddSendingCustomMethod[*e2eTaskReq, *e2eTaskRes](c, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: a.URL + "/mcp", HTTPClient: &http.Client{Transport: rt}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "session_send", Arguments: map[string]any{"session_id": ses.ID, "text": "run it", "wait": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := res.Meta[mcpserver.TaskIDMeta].(string)
+	if id == "" {
+		t.Fatalf("session_send did not become a task: %+v", res)
+	}
+	get := func() *e2eTaskRes {
+		r, err := sdk.CallCustomMethod[*e2eTaskReq, *e2eTaskRes](ctx, cs, "tasks/get", &e2eTaskReq{TaskID: id})
+		if err != nil {
+			t.Fatalf("tasks/get: %v", err)
+		}
+		return r
+	}
+	var r *e2eTaskRes
+	testwait.Until(t, time.Minute, func() bool { r = get(); return r.Status == "input_required" }, "the task's approval (input_required)")
+
+	// Both nodes are killed, so whichever ran the turn died with it, and
+	// two new ones take their place.
+	a.End(syscall.SIGKILL)
+	b.End(syscall.SIGKILL)
+	a2, b2 := a.Again(), b.Again()
+	ua2, _ := url.Parse(a2.URL)
+	ub2, _ := url.Parse(b2.URL)
+	rt.mu.Lock()
+	rt.nodes[0], rt.nodes[1] = ua2, ub2
+	rt.mu.Unlock()
+
+	terminal := func(s string) bool { return s == "completed" || s == "cancelled" || s == "failed" }
+	testwait.Until(t, time.Minute, func() bool {
+		r = get()
+		if r.Status == "input_required" {
+			answers := map[string]json.RawMessage{}
+			for k := range r.InputRequests {
+				answers[k] = json.RawMessage(`{"action":"accept","content":{"decision":"approve"}}`)
+			}
+			if _, err := sdk.CallCustomMethod[*e2eTaskReq, *e2eTaskRes](ctx, cs, "tasks/update", &e2eTaskReq{TaskID: id, InputResponses: answers}); err != nil {
+				t.Fatalf("tasks/update: %v", err)
+			}
+		}
+		return terminal(r.Status)
+	}, "the task reached a terminal status after the nodes were replaced")
+	// The next two polls go to the two nodes: the same answer.
+	r1, r2 := get(), get()
+	if r1.Status != r.Status || r2.Status != r.Status {
+		t.Fatalf("terminal status differs between nodes: %s, %s, %s", r.Status, r1.Status, r2.Status)
+	}
+	if r.Status == "completed" {
+		raw, _ := json.Marshal(r.Result.StructuredContent)
+		if !strings.Contains(string(raw), "ran it") {
+			t.Fatalf("completed task: %s", raw)
+		}
+	}
+	t.Logf("task after the nodes were replaced: %s (%s)", r.Status, r.StatusMessage)
 }
