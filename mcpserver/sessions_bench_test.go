@@ -1,12 +1,14 @@
 package mcpserver_test
 
 import (
+	"context"
 	"net/http"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/desk-runtime/desk/app"
+	"github.com/desk-runtime/desk/client"
 	"github.com/desk-runtime/desk/mcpserver"
 )
 
@@ -108,4 +110,44 @@ func BenchmarkMCPSessionFlood(b *testing.B) {
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(w.env.App.MCP.Sessions()), "sessions-open")
 	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(b.N), "heap-growth-B/session-opened")
+}
+
+// BenchmarkMCPTasks creates b.N tasks (2026-07-28 session_send with wait
+// from a client declaring the Tasks extension) on desk's real /mcp and
+// reports the heap they leave behind: a task holds nothing in desk's
+// memory (its state is the queued message and its execution, in the
+// store), so a flood of tasks grows the database's queue, not the heap.
+//
+//	go test -run '^$' -bench BenchmarkMCPTasks -benchtime 300x ./mcpserver
+func BenchmarkMCPTasks(b *testing.B) {
+	w := newWorldWith(b, app.Config{})
+	ctx := context.Background()
+	ses, err := w.clientA.CreateSession(ctx, w.ws, client.SessionCreate{Title: "tasks", Model: "script", Script: []byte(`{"steps":[{"text":"ok"}]}`)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"session_send","arguments":{"session_id":"` + ses.ID +
+		`","text":"x","wait":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"` + mcpserver.TasksExtension + `":{}}}}}}`
+	h := http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"session_send"}}
+	send := func() {
+		if r := rawPost(b, w.mcpURL, w.tokA, h, body); r.StatusCode != 200 || !strings.Contains(string(r.Body), `"resultType":"task"`) {
+			b.Fatalf("task: %d %q", r.StatusCode, r.Body)
+		}
+	}
+	send()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for range b.N {
+		send()
+	}
+	b.StopTimer()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if n := w.env.App.MCP.Sessions(); n != 0 {
+		b.Fatalf("%d MCP sessions open after task requests, want 0", n)
+	}
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(b.N), "retained-heap-B/task")
 }
