@@ -47,6 +47,11 @@ var deskStatelessScenarios = []string{
 	"caching", "dns-rebinding-protection", "http-header-validation", "sep-2164-resource-not-found",
 }
 
+// deskTaskScenarios are the suite's Tasks-extension scenarios that can run
+// against desk serve (the others call fixture tools of their own:
+// slow_compute, greet, …).
+var deskTaskScenarios = []string{"tasks-status-notifications"}
+
 // statelessVersion is the revision the "@2026-07-28" targets run at.
 const statelessVersion = "2026-07-28"
 
@@ -81,6 +86,9 @@ func TestConformance(t *testing.T) {
 	for _, sc := range deskStatelessScenarios {
 		results["desk@"+statelessVersion+" "+sc] = runScenario(t, bin, deskURL, sc, "--spec-version", statelessVersion)
 	}
+	for _, sc := range deskTaskScenarios {
+		results["desk@tasks "+sc] = runScenario(t, bin, deskURL, sc)
+	}
 	for _, sc := range activeScenarios(t, bin) {
 		results["fixture "+sc] = runScenario(t, bin, fixtureURL, sc)
 	}
@@ -113,7 +121,7 @@ func TestConformance(t *testing.T) {
 		}
 	}
 	// The line .ci/run prints.
-	nDesk := len(deskScenarios) + len(deskStatelessScenarios)
+	nDesk := len(deskScenarios) + len(deskStatelessScenarios) + len(deskTaskScenarios)
 	fmt.Printf("MCP conformance: %d of %d scenarios pass (%d against desk serve, %d against the fixture server); %d expected failures in the baseline\n",
 		passed, len(results), nDesk, len(results)-nDesk, len(baseline))
 }

@@ -277,6 +277,19 @@ func (b *backend) cancelTask(ctx context.Context, p *taskParams) (*emptyTaskResu
 	return &emptyTaskResult{ResultType: "complete"}, nil
 }
 
+// requireTasks refuses a tasks/* request whose _meta does not declare the
+// extension, with -32021 and the capability it needs, as the extension
+// asks of a server whose method needs a capability the client lacks.
+func requireTasks(p *taskParams) error {
+	caps, _ := p.GetMeta()["io.modelcontextprotocol/clientCapabilities"].(map[string]any)
+	ext, _ := caps["extensions"].(map[string]any)
+	if _, ok := ext[TasksExtension]; ok {
+		return nil
+	}
+	return &jsonrpc.Error{Code: sdk.CodeMissingRequiredClientCapabilities, Message: "Missing required client capability: " + TasksExtension,
+		Data: json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + TasksExtension + `":{}}}}`)}
+}
+
 // addTasks registers the extension's methods and advertises it.
 func (b *backend) addTasks(s *sdk.Server) {
 	must := func(err error) {
@@ -285,12 +298,21 @@ func (b *backend) addTasks(s *sdk.Server) {
 		}
 	}
 	must(sdk.AddReceivingCustomMethod(s, "tasks/get", func(ctx context.Context, _ *sdk.ServerSession, p *taskParams) (*task, error) {
+		if err := requireTasks(p); err != nil {
+			return nil, err
+		}
 		return b.getTask(ctx, p)
 	}))
 	must(sdk.AddReceivingCustomMethod(s, "tasks/update", func(ctx context.Context, _ *sdk.ServerSession, p *taskParams) (*emptyTaskResult, error) {
+		if err := requireTasks(p); err != nil {
+			return nil, err
+		}
 		return b.updateTask(ctx, p)
 	}))
 	must(sdk.AddReceivingCustomMethod(s, "tasks/cancel", func(ctx context.Context, _ *sdk.ServerSession, p *taskParams) (*emptyTaskResult, error) {
+		if err := requireTasks(p); err != nil {
+			return nil, err
+		}
 		return b.cancelTask(ctx, p)
 	}))
 }

@@ -34,10 +34,12 @@ type taskRes struct {
 // taskClient connects the SDK's client at 2026-07-28, declaring the Tasks
 // extension, with tasks/get, tasks/update and tasks/cancel registered.
 func taskClient(t *testing.T, url, token string) *sdk.ClientSession {
+	return taskClientWith(t, url, token, &sdk.ClientCapabilities{Extensions: map[string]any{mcpserver.TasksExtension: map[string]any{}}})
+}
+
+func taskClientWith(t *testing.T, url, token string, caps *sdk.ClientCapabilities) *sdk.ClientSession {
 	t.Helper()
-	c := sdk.NewClient(&sdk.Implementation{Name: "desk-task-test", Version: "1"}, &sdk.ClientOptions{
-		Capabilities: &sdk.ClientCapabilities{Extensions: map[string]any{mcpserver.TasksExtension: map[string]any{}}},
-	})
+	c := sdk.NewClient(&sdk.Implementation{Name: "desk-task-test", Version: "1"}, &sdk.ClientOptions{Capabilities: caps})
 	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
 		if err := sdk.AddSendingCustomMethod[*taskReq, *taskRes](c, m); err != nil {
 			t.Fatal(err)
@@ -101,6 +103,11 @@ func TestTaskTurn(t *testing.T) {
 	}
 	if _, err := taskCall(t, csB, "tasks/cancel", id, nil); err == nil {
 		t.Fatal("bob cancelled alice's task")
+	}
+	// Without the extension declared: -32021, and session_send blocks.
+	plain := taskClientWith(t, w.mcpURL, w.tokA, &sdk.ClientCapabilities{})
+	if _, err := taskCall(t, plain, "tasks/get", id, nil); err == nil || !strings.Contains(err.Error(), "-32021") && !strings.Contains(err.Error(), "Missing required client capability") {
+		t.Fatalf("tasks/get without the extension: %v", err)
 	}
 	if _, err := taskCall(t, cs, "tasks/get", "task.nope", nil); err == nil || !strings.Contains(err.Error(), "not a desk task id") {
 		t.Fatalf("a malformed task id: %v", err)
