@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -213,4 +214,49 @@ func TestTaskCancel(t *testing.T) {
 		r, err := taskCall(t, cs, "tasks/get", id, nil)
 		return err == nil && r.Status == "cancelled"
 	})
+}
+
+// desk mcp (stdio) serves the Tasks extension too: a turn as a task, to
+// completion, over one stdio connection at 2026-07-28.
+func TestStdioTask(t *testing.T) {
+	apptest.Parallel(t)
+	w := newWorld(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = mcpserver.RunStdio(ctx, w.clientA, inR, outW, mcpserver.Options{Version: "test"})
+		outW.Close()
+	}()
+	defer func() { cancel(); inW.Close(); <-done }()
+	c := sdk.NewClient(&sdk.Implementation{Name: "stdio-task-test", Version: "1"}, &sdk.ClientOptions{
+		Capabilities: &sdk.ClientCapabilities{Extensions: map[string]any{mcpserver.TasksExtension: map[string]any{}}}})
+	if err := sdk.AddSendingCustomMethod[*taskReq, *taskRes](c, "tasks/get"); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := c.Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var ses desk.Session
+	call(t, cs, "session_create", map[string]any{"workspace_id": w.ws, "model": "script",
+		"script": script(map[string]any{"text": "stdio task done"})}, &ses)
+	id := startTask(t, cs, ses.ID, "go")
+	var last *taskRes
+	eventually(t, "the stdio task completed", func() bool {
+		r, err := taskCall(t, cs, "tasks/get", id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = r
+		return r.Status == "completed"
+	})
+	raw, _ := json.Marshal(last.Result.StructuredContent)
+	if !strings.Contains(string(raw), "stdio task done") {
+		t.Fatalf("stdio task result: %s", raw)
+	}
 }
