@@ -133,7 +133,7 @@ func Transport(getServer func(*http.Request) *sdk.Server, o TransportOptions) *E
 	sessions := newSessionTable(o.SessionsPerToken, getServer)
 	legacy := sessions.wrap(streamable)
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if IsStateless(r) {
+		if isStateless(r) {
 			stateless.ServeHTTP(w, r)
 			return
 		}
@@ -157,12 +157,12 @@ func Transport(getServer func(*http.Request) *sdk.Server, o TransportOptions) *E
 // StatelessVersion is the first MCP revision without sessions.
 const StatelessVersion = "2026-07-28"
 
-// IsStateless reports whether r speaks a stateless MCP revision
+// isStateless reports whether r speaks a stateless MCP revision
 // (2026-07-28 or later): its MCP-Protocol-Version header says so. Versions
 // are dates, so they compare as strings (as the SDK compares them). A
 // request of an older revision, or one without the header (an initialize
 // of 2025-06-18 or 2025-11-25), goes to the session-based handler.
-func IsStateless(r *http.Request) bool {
+func isStateless(r *http.Request) bool {
 	return r.Header.Get("MCP-Protocol-Version") >= StatelessVersion
 }
 

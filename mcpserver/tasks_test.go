@@ -105,6 +105,9 @@ func TestTaskTurn(t *testing.T) {
 	if _, err := taskCall(t, csB, "tasks/cancel", id, nil); err == nil {
 		t.Fatal("bob cancelled alice's task")
 	}
+	if _, err := taskCall(t, csB, "tasks/update", id, map[string]json.RawMessage{"approval:x": json.RawMessage(`{"action":"accept","content":{"decision":"approve"}}`)}); err == nil {
+		t.Fatal("bob's tasks/update of alice's task was accepted")
+	}
 	// Without the extension declared: -32021, and session_send blocks.
 	plain := taskClientWith(t, w.mcpURL, w.tokA, &sdk.ClientCapabilities{})
 	if _, err := taskCall(t, plain, "tasks/get", id, nil); err == nil || !strings.Contains(err.Error(), "-32021") && !strings.Contains(err.Error(), "Missing required client capability") {
