@@ -154,7 +154,33 @@ func (b *backend) getTask(ctx context.Context, p *taskParams) (*task, error) {
 	t := &task{ResultType: "complete", TaskID: p.TaskID, Status: "working", CreatedAt: now, LastUpdatedAt: now,
 		PollIntervalMs: taskPollInterval.Milliseconds(), StatusMessage: "queued"}
 	if x == nil {
-		return t, nil
+		// No execution yet: the queued item says whether one will come.
+		q, err := caller(ctx).Queue(ctx, ses, true)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range q {
+			if it.ID != item {
+				continue
+			}
+			switch it.Status {
+			case desk.QueueStatusCancelled:
+				t.Status, t.StatusMessage = "cancelled", "the queued message was cancelled before its turn started"
+			case desk.QueueStatusDelivered:
+				// Its execution is older than the newest 100 the session
+				// lists: the result is no longer reachable through a task.
+				t.Status = "failed"
+				t.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+					Message: "the task's turn is no longer among its session's newest executions; read the transcript instead"}
+			case desk.QueueStatusFailed:
+				out := &sendOut{QueuedItem: it, Outcome: "failed", Reason: "the queued message could not be delivered"}
+				raw, _ := json.Marshal(out)
+				t.Status, t.Result = "completed", &sdk.CallToolResult{IsError: true, StructuredContent: out,
+					Content: []sdk.Content{&sdk.TextContent{Text: string(raw)}}}
+			}
+			return t, nil
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("task %q not found", p.TaskID)}
 	}
 	t.CreatedAt = x.RequestedAt.UTC().Format(time.RFC3339Nano)
 	t.StatusMessage = x.ID + " " + x.Phase

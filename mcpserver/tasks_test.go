@@ -113,6 +113,9 @@ func TestTaskTurn(t *testing.T) {
 	if _, err := taskCall(t, plain, "tasks/get", id, nil); err == nil || !strings.Contains(err.Error(), "-32021") && !strings.Contains(err.Error(), "Missing required client capability") {
 		t.Fatalf("tasks/get without the extension: %v", err)
 	}
+	if _, err := taskCall(t, cs, "tasks/get", "task."+ses.ID+".qi_nothere", nil); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("a task id naming no queued message: %v", err)
+	}
 	if _, err := taskCall(t, cs, "tasks/get", "task.nope", nil); err == nil || !strings.Contains(err.Error(), "not a desk task id") {
 		t.Fatalf("a malformed task id: %v", err)
 	}
