@@ -37,6 +37,24 @@ var deskScenarios = []string{
 	"tools-list", "prompts-list", "resources-list", "completion-complete",
 }
 
+// deskStatelessScenarios run against desk serve's /mcp at the 2026-07-28
+// wire (stateless: no initialize, no Mcp-Session-Id; the version and
+// client info in each request's _meta and headers). server-stateless
+// needs the suite's diagnostic tools (test_missing_capability, …), so it
+// runs against the fixture server, on the same transport.
+var deskStatelessScenarios = []string{
+	"tools-list", "prompts-list", "resources-list", "completion-complete",
+	"caching", "dns-rebinding-protection", "http-header-validation", "sep-2164-resource-not-found",
+}
+
+// deskTaskScenarios are the suite's Tasks-extension scenarios that can run
+// against desk serve (the others call fixture tools of their own:
+// slow_compute, greet, …).
+var deskTaskScenarios = []string{"tasks-status-notifications"}
+
+// statelessVersion is the revision the "@2026-07-28" targets run at.
+const statelessVersion = "2026-07-28"
+
 func TestConformance(t *testing.T) {
 	bin := os.Getenv("DESK_MCP_CONFORMANCE")
 	if bin == "" {
@@ -65,8 +83,17 @@ func TestConformance(t *testing.T) {
 	for _, sc := range deskScenarios {
 		results["desk "+sc] = runScenario(t, bin, deskURL, sc)
 	}
+	for _, sc := range deskStatelessScenarios {
+		results["desk@"+statelessVersion+" "+sc] = runScenario(t, bin, deskURL, sc, "--spec-version", statelessVersion)
+	}
+	for _, sc := range deskTaskScenarios {
+		results["desk@tasks "+sc] = runScenario(t, bin, deskURL, sc)
+	}
 	for _, sc := range activeScenarios(t, bin) {
 		results["fixture "+sc] = runScenario(t, bin, fixtureURL, sc)
+	}
+	for _, sc := range requiredScenarios(t, bin, statelessVersion) {
+		results["fixture@"+statelessVersion+" "+sc] = runScenario(t, bin, fixtureURL, sc, "--spec-version", statelessVersion)
 	}
 	passed := 0
 	var names []string
@@ -94,8 +121,9 @@ func TestConformance(t *testing.T) {
 		}
 	}
 	// The line .ci/run prints.
+	nDesk := len(deskScenarios) + len(deskStatelessScenarios) + len(deskTaskScenarios)
 	fmt.Printf("MCP conformance: %d of %d scenarios pass (%d against desk serve, %d against the fixture server); %d expected failures in the baseline\n",
-		passed, len(results), len(deskScenarios), len(results)-len(deskScenarios), len(baseline))
+		passed, len(results), nDesk, len(results)-nDesk, len(baseline))
 }
 
 // readBaseline reads "target scenario: reason" lines; # starts a comment.
@@ -143,11 +171,41 @@ func tokenProxy(t *testing.T, target, token string) string {
 	return s.URL
 }
 
-// activeScenarios lists every server scenario of the suite, the pending
-// ones included.
-func activeScenarios(t *testing.T, bin string) []string {
+// requiredScenarios lists the server scenarios the suite requires of a
+// revision (frozen at its release).
+func requiredScenarios(t *testing.T, bin, version string) []string {
 	t.Helper()
-	out, err := exec.Command(bin, "list", "--server").CombinedOutput()
+	var server []string
+	for _, sc := range listScenarios(t, bin, "--requirements", version) {
+		// The listing goes on with the client scenarios after the server ones.
+		if strings.Contains(sc, "/") || sc == "tools_call" || sc == "request-metadata" {
+			break
+		}
+		server = append(server, sc)
+	}
+	return server
+}
+
+// activeScenarios lists every server scenario of the suite, the pending
+// ones included, but not the extensions' (tasks, skills), which the
+// fixture does not implement.
+func activeScenarios(t *testing.T, bin string) []string {
+	return listScenarios(t, bin)
+}
+
+// conformanceCmd runs the suite with the Node next to it first on PATH
+// (the pinned node package, Node 22, installed in the same
+// node_modules/.bin), since the suite needs Node 22 and the machine's is 20.
+func conformanceCmd(ctx context.Context, bin string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return cmd
+}
+
+// listScenarios lists server scenarios (extra narrows the list).
+func listScenarios(t *testing.T, bin string, extra ...string) []string {
+	t.Helper()
+	out, err := conformanceCmd(context.Background(), bin, append([]string{"list", "--server"}, extra...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("conformance list: %v\n%s", err, out)
 	}
@@ -155,7 +213,11 @@ func activeScenarios(t *testing.T, bin string) []string {
 	for _, line := range strings.Split(string(out), "\n") {
 		// "- name" (0.1.13) or "- name [spec versions]" (0.1.16).
 		if s, ok := strings.CutPrefix(strings.TrimSpace(line), "- "); ok && len(strings.Fields(s)) > 0 {
-			all = append(all, strings.Fields(s)[0])
+			f := strings.Fields(s)
+			if len(f) > 1 && f[1] == "[extension]" {
+				continue
+			}
+			all = append(all, f[0])
 		}
 	}
 	if len(all) == 0 {
@@ -166,12 +228,12 @@ func activeScenarios(t *testing.T, bin string) []string {
 
 // runScenario runs one scenario and reports whether every check passed (a
 // warning counts as a failure, as the suite's own baseline check does).
-func runScenario(t *testing.T, bin, target, scenario string) bool {
+func runScenario(t *testing.T, bin, target, scenario string, extra ...string) bool {
 	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "server", "--url", target, "--scenario", scenario, "-o", dir)
+	cmd := conformanceCmd(ctx, bin, append([]string{"server", "--url", target, "--scenario", scenario, "-o", dir}, extra...)...)
 	out, _ := cmd.CombinedOutput()
 	var checks []struct {
 		Name, Status, ErrorMessage string

@@ -116,8 +116,30 @@ func Transport(getServer func(*http.Request) *sdk.Server, o TransportOptions) *E
 		sum := sha256.Sum256([]byte(token))
 		return &auth.TokenInfo{UserID: hex.EncodeToString(sum[:]), Extra: map[string]any{tokenExtra: token}}, nil
 	}
+	// The 2026-07-28 revision is stateless: each request carries its
+	// protocol version (the MCP-Protocol-Version header mirrors the one in
+	// _meta), nothing is kept between requests, and any desk node answers
+	// any request. The SDK serves that revision only from a stateless
+	// handler; both handlers share the one server.
+	stateless := sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
+		Logger:              o.Logger,
+		MaxRequestBodyBytes: MaxMessageBytes,
+		Stateless:           true,
+		// At 2026-07-28 the POST is the whole request: a client that
+		// cancels a call drops it, and the call's context ends with it
+		// (session_send with wait then interrupts exactly its execution).
+		PropagateRequestCancellation: true,
+	})
 	sessions := newSessionTable(o.SessionsPerToken, getServer)
-	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(checkMessage(sessions.wrap(streamable)))
+	legacy := sessions.wrap(streamable)
+	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isStateless(r) {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		legacy.ServeHTTP(w, r)
+	})
+	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(checkMessage(routed))
 	allowed := map[string]bool{}
 	for _, s := range o.AllowedOrigins {
 		allowed[strings.TrimRight(strings.ToLower(s), "/")] = true
@@ -130,6 +152,18 @@ func Transport(getServer func(*http.Request) *sdk.Server, o TransportOptions) *E
 		}
 		authed.ServeHTTP(challenge{w}, r)
 	})}
+}
+
+// StatelessVersion is the first MCP revision without sessions.
+const StatelessVersion = "2026-07-28"
+
+// isStateless reports whether r speaks a stateless MCP revision
+// (2026-07-28 or later): its MCP-Protocol-Version header says so. Versions
+// are dates, so they compare as strings (as the SDK compares them). A
+// request of an older revision, or one without the header (an initialize
+// of 2025-06-18 or 2025-11-25), goes to the session-based handler.
+func isStateless(r *http.Request) bool {
+	return r.Header.Get("MCP-Protocol-Version") >= StatelessVersion
 }
 
 // tokenExtra is the TokenInfo.Extra key of the verified bearer token.

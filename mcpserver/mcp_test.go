@@ -82,9 +82,17 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// connect opens an MCP session over streamable HTTP with the SDK's own
-// client, as the given token.
+// connect opens an MCP session of the 2025-11-25 revision (initialize,
+// Mcp-Session-Id, logging/setLevel, resources/subscribe) over streamable
+// HTTP with the SDK's own client, as the given token.
 func (w *world) connect(t *testing.T, token string) *sdk.ClientSession {
+	t.Helper()
+	return w.connectAt(t, token, "2025-11-25", w.mcpURL)
+}
+
+// connectAt connects the SDK's client at protocol version (2026-07-28:
+// stateless, server/discover and no session) to the MCP endpoint url.
+func (w *world) connectAt(t *testing.T, token, version, url string) *sdk.ClientSession {
 	t.Helper()
 	c := sdk.NewClient(&sdk.Implementation{Name: "desk-test", Version: "1"}, &sdk.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
@@ -105,7 +113,7 @@ func (w *world) connect(t *testing.T, token string) *sdk.ClientSession {
 		},
 	})
 	hc := &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
-	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: w.mcpURL, HTTPClient: hc}, nil)
+	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -671,6 +679,11 @@ func TestStdio(t *testing.T) {
 	if got := cs.InitializeResult().ServerInfo.Name; got != "desk" {
 		t.Fatalf("server name %q", got)
 	}
+	// The SDK's client speaks the stateless revision over stdio too
+	// (server/discover, no initialize).
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("stdio negotiated %q, want 2026-07-28", v)
+	}
 	var ses desk.Session
 	call(t, cs, "session_create", map[string]any{"workspace_id": w.ws, "title": "over stdio"}, &ses)
 	if ses.Actor != w.actorA {
@@ -745,5 +758,38 @@ func TestApprovalAndQuestionAnswered(t *testing.T) {
 	}
 	if msg := callErr(t, cs, "approval_answer", map[string]any{"approval_id": apr.Approvals[0].ID, "decision": "approve"}); !strings.Contains(msg, "conflict") {
 		t.Errorf("answering twice: %s", msg)
+	}
+}
+
+// At 2026-07-28 there is no session to bind a caller to: each request is
+// its own token's, and alice's stateless requests cannot read bob's data.
+func TestStatelessActorScoping(t *testing.T) {
+	apptest.Parallel(t)
+	w := newWorld(t)
+	ctx := context.Background()
+	bs, err := w.clientB.CreateSession(ctx, w.ws, client.SessionCreate{Title: "bob's secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ba, err := w.clientB.PutArtifact(ctx, bs.ID, "secret.md", strings.NewReader("bob's secret text"), -1, client.PutOptions{MediaType: "text/markdown"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := w.connectAt(t, w.tokA, "2026-07-28", w.mcpURL)
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" || cs.ID() != "" {
+		t.Fatalf("negotiated %q with session %q, want 2026-07-28 and none", v, cs.ID())
+	}
+	msg := callErr(t, cs, "artifact_read", map[string]any{"session_id": bs.ID, "artifact_id": ba.ID})
+	if strings.Contains(msg, "bob's secret text") || !strings.Contains(msg, "not_found") && !strings.Contains(msg, "forbidden") {
+		t.Fatalf("artifact_read of bob's artifact as alice: %q", msg)
+	}
+	if _, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "desk://sessions/" + bs.ID + "/artifacts/" + ba.ID}); err == nil {
+		t.Fatal("alice read bob's artifact resource")
+	}
+	// Bob, statelessly too, reads his own.
+	csB := w.connectAt(t, w.tokB, "2026-07-28", w.mcpURL)
+	rr, err := csB.ReadResource(ctx, &sdk.ReadResourceParams{URI: "desk://sessions/" + bs.ID + "/artifacts/" + ba.ID})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "bob's secret text" || rr.CacheScope != "private" {
+		t.Fatalf("bob's own read: %+v, %v", rr, err)
 	}
 }

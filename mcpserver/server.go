@@ -38,6 +38,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/client"
@@ -88,6 +89,10 @@ func newBackend(callerOf func(*sdk.RequestExtra) *client.Client, o Options) *bac
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Version == "" {
+		// serverInfo.version is required; a build without one says so.
+		o.Version = "dev"
+	}
 	b := &backend{callerOf: callerOf, logger: o.Logger, subs: map[string]*follower{}, watched: map[*sdk.ServerSession]bool{}}
 	b.srv = sdk.NewServer(&sdk.Implementation{Name: "desk", Title: "desk", Version: o.Version}, &sdk.ServerOptions{
 		Instructions: "desk is a durable workspace runtime for AI agents. Use workspaces_list and sessions_list to find a session " +
@@ -97,19 +102,41 @@ func newBackend(callerOf func(*sdk.RequestExtra) *client.Client, o Options) *bac
 		CompletionHandler:  b.complete,
 		SubscribeHandler:   b.subscribe,
 		UnsubscribeHandler: b.unsubscribe,
+		SetCacheable:       setCacheable,
 		Capabilities: &sdk.ServerCapabilities{
 			Logging:     &sdk.LoggingCapabilities{},
 			Completions: &sdk.CompletionCapabilities{},
 			Resources:   &sdk.ResourceCapabilities{Subscribe: true},
 			Tools:       &sdk.ToolCapabilities{},
 			Prompts:     &sdk.PromptCapabilities{},
+			Extensions:  map[string]any{TasksExtension: map[string]any{}},
 		},
 	})
 	b.addTools(b.srv)
 	b.addResources(b.srv)
 	b.addPrompts(b.srv)
+	b.addTasks(b.srv)
 	b.srv.AddReceivingMiddleware(b.withCaller)
 	return b
+}
+
+// ListTTL is how long a 2026-07-28 client may cache what is the same for
+// every caller and changes only with desk's version: server/discover,
+// tools/list, prompts/list and resources/templates/list.
+const ListTTL = 5 * time.Minute
+
+// setCacheable answers the cache hints (ttlMs, cacheScope) of the
+// 2026-07-28 revision. The tool, prompt and template sets are built once
+// and shared, so they are public for ListTTL. resources/list and
+// resources/read show the caller's own sessions and artifacts, which
+// change with every turn: private and immediately stale.
+func setCacheable(_ context.Context, req sdk.Request, c *sdk.Cacheable) {
+	switch req.(type) {
+	case *sdk.ListResourcesRequest, *sdk.ReadResourceRequest:
+		c.TTLMs, c.CacheScope = 0, "private"
+	default:
+		c.TTLMs, c.CacheScope = int(ListTTL/time.Millisecond), "public"
+	}
 }
 
 // callerKey is the context key of a request's desk client.
@@ -128,6 +155,9 @@ func (b *backend) withCaller(next sdk.MethodHandler) sdk.MethodHandler {
 		ctx = context.WithValue(ctx, callerKey{}, c)
 		if method == "resources/list" {
 			return b.listResources(ctx)
+		}
+		if in, ok := wantsTask(req); ok {
+			return b.createTask(ctx, in)
 		}
 		return next(ctx, method, req)
 	}
@@ -202,7 +232,10 @@ func (b *backend) addResources(s *sdk.Server) {
 }
 
 func (b *backend) listResources(ctx context.Context) (*sdk.ListResourcesResult, error) {
-	res := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}}
+	// The caller's own sessions and artifacts, changing with every turn:
+	// private and immediately stale (setCacheable is not consulted for a
+	// result answered here, before the SDK's own handler).
+	res := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}, Cacheable: sdk.Cacheable{TTLMs: 0, CacheScope: "private"}}
 	wss, err := caller(ctx).ListWorkspaces(ctx)
 	if err != nil {
 		return nil, err

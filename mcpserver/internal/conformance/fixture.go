@@ -52,6 +52,7 @@ func Handler(ctx context.Context, token string, logger *slog.Logger) (h http.Han
 	addTools(srv)
 	addResources(srv)
 	addPrompts(srv)
+	addStatelessFixtures(srv)
 	go func() {
 		t := time.NewTicker(3 * time.Second)
 		defer t.Stop()
