@@ -83,6 +83,10 @@ func parseTaskID(id string) (ses, item string, err error) {
 // task's lifetime, as the extension requires, since approval ids are.
 func approvalKey(id string) string { return "approval:" + id }
 
+// inputKey names a blocking question's input request in a task's
+// inputRequests and inputResponses.
+func inputKey(id string) string { return "input:" + id }
+
 // wantsTask reports whether a tools/call should become a task: a
 // session_send with wait, whose request declares the extension.
 func wantsTask(req sdk.Request) (*sessionSendArgs, bool) {
@@ -196,17 +200,61 @@ func (b *backend) getTask(ctx context.Context, p *taskParams) (*task, error) {
 			if t.InputRequests == nil {
 				t.InputRequests = sdk.InputRequestMap{}
 			}
+			props := map[string]*jsonschema.Schema{
+				"decision": {Type: "string", Enum: []any{"approve", "deny"}},
+				"reason":   {Type: "string"},
+			}
+			if len(a.Options) > 0 {
+				// The executor's own answers (allow always, reject once,
+				// …) by their exact ids; option_id wins over decision.
+				ids := make([]any, len(a.Options))
+				var labels []string
+				for i, o := range a.Options {
+					ids[i] = o.ID
+					labels = append(labels, o.ID+" = "+o.Label)
+				}
+				props["option_id"] = &jsonschema.Schema{Type: "string", Enum: ids, Description: strings.Join(labels, "; ")}
+			}
+			what := a.What
+			if what == "" {
+				what = a.Summary
+			}
 			t.InputRequests[approvalKey(a.ID)] = &sdk.ElicitParams{
-				Message: fmt.Sprintf("Approve %s: %s", a.Tool, a.Summary),
-				RequestedSchema: &jsonschema.Schema{Type: "object", Required: []string{"decision"},
-					Properties: map[string]*jsonschema.Schema{
-						"decision": {Type: "string", Enum: []any{"approve", "deny"}},
-						"reason":   {Type: "string"},
-					}},
+				Message:         fmt.Sprintf("Approve %s: %s", a.Tool, what),
+				RequestedSchema: &jsonschema.Schema{Type: "object", Properties: props},
 			}
 		}
+		// Blocking questions hold the turn too: each is one form, a
+		// string per question.
+		reqs, err := caller(ctx).InputRequests(ctx, ses)
+		if err != nil {
+			return nil, err
+		}
+		for _, q := range reqs {
+			if q.ExecutionID != x.ID || !q.Blocking || q.Status != desk.InputPending {
+				continue
+			}
+			if t.InputRequests == nil {
+				t.InputRequests = sdk.InputRequestMap{}
+			}
+			props := map[string]*jsonschema.Schema{}
+			var lines []string
+			for _, qq := range q.Questions {
+				p := &jsonschema.Schema{Type: "string", Description: qq.Question}
+				if qq.Default != "" {
+					p.Default, _ = json.Marshal(qq.Default)
+				}
+				for _, o := range qq.Options {
+					p.Examples = append(p.Examples, o.Label)
+				}
+				props[qq.ID] = p
+				lines = append(lines, qq.Question)
+			}
+			t.InputRequests[inputKey(q.ID)] = &sdk.ElicitParams{Message: strings.Join(lines, "\n"),
+				RequestedSchema: &jsonschema.Schema{Type: "object", Properties: props}}
+		}
 		if t.InputRequests != nil {
-			t.Status, t.StatusMessage = "input_required", x.ID+" waits for an approval"
+			t.Status, t.StatusMessage = "input_required", x.ID+" waits for an answer"
 		}
 		return t, nil
 	}
@@ -265,7 +313,17 @@ func (b *backend) updateTask(ctx context.Context, p *taskParams) (*emptyTaskResu
 		decision, reason := "deny", "declined through MCP"
 		if r.Action == "accept" {
 			d, _ := r.Content["decision"].(string)
-			if d != "approve" && d != "deny" {
+			if opt, _ := r.Content["option_id"].(string); opt != "" {
+				ok := false
+				for _, o := range a.Options {
+					ok = ok || o.ID == opt
+				}
+				if !ok {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+						Message: fmt.Sprintf("inputResponses[%q]: option_id %q is not one of the approval's options", approvalKey(a.ID), opt)}
+				}
+				d = opt
+			} else if d != "approve" && d != "deny" {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 					Message: fmt.Sprintf("inputResponses[%q]: decision must be approve or deny, not %q", approvalKey(a.ID), d)}
 			}
@@ -275,6 +333,38 @@ func (b *backend) updateTask(ctx context.Context, p *taskParams) (*emptyTaskResu
 			}
 		}
 		if _, err := caller(ctx).DecideApproval(ctx, a.ID, decision, reason); err != nil && desk.ErrorCode(err) != desk.ECONFLICT {
+			return nil, err
+		}
+	}
+	reqs, err := caller(ctx).InputRequests(ctx, ses)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range reqs {
+		if q.ExecutionID != x.ID || q.Status != desk.InputPending {
+			continue
+		}
+		r, ok := p.InputResponses[inputKey(q.ID)].(*sdk.ElicitResult)
+		if !ok {
+			continue
+		}
+		answers := map[string]string{}
+		if r.Action == "accept" {
+			for _, qq := range q.Questions {
+				v, present := r.Content[qq.ID]
+				if !present {
+					continue
+				}
+				s, isStr := v.(string)
+				if !isStr {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+						Message: fmt.Sprintf("inputResponses[%q].%s must be a string", inputKey(q.ID), qq.ID)}
+				}
+				answers[qq.ID] = s
+			}
+		}
+		// Declined or cancelled: the defaults stand, as at the deadline.
+		if _, err := caller(ctx).AnswerInput(ctx, q.ID, answers); err != nil && desk.ErrorCode(err) != desk.ECONFLICT {
 			return nil, err
 		}
 	}

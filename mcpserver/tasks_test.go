@@ -266,3 +266,56 @@ func TestStdioTask(t *testing.T) {
 		t.Fatalf("stdio task result: %s", raw)
 	}
 }
+
+// A blocking question raised during the task's turn reaches the client
+// as an MRTR input request (one string per question), and the answer in
+// tasks/update is the question's answer; a non-string answer is refused.
+func TestTaskQuestionThroughMRTR(t *testing.T) {
+	apptest.Parallel(t)
+	w := newWorld(t)
+	ctx := context.Background()
+	if err := w.admin.Do(ctx, "PATCH", "/v1/workspaces/"+w.ws+"/agent", strings.NewReader(`{"blocking_input":true}`), "application/json", nil); err != nil {
+		t.Fatal(err)
+	}
+	cs := taskClient(t, w.mcpURL, w.tokA)
+	var ses desk.Session
+	call(t, cs, "session_create", map[string]any{"workspace_id": w.ws, "model": "script", "script": script(
+		map[string]any{"tool_calls": []map[string]any{{"name": "request_user_input", "arguments": map[string]any{"questions": []map[string]any{
+			{"id": "color", "question": "Which colour?", "options": []map[string]any{{"label": "red", "recommended": true}, {"label": "blue"}}}}}}}},
+		map[string]any{"text": "painted"})}, &ses)
+	id := startTask(t, cs, ses.ID, "paint it")
+	var pending *taskRes
+	eventually(t, "input_required", func() bool {
+		r, err := taskCall(t, cs, "tasks/get", id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending = r
+		return r.Status == "input_required"
+	})
+	var key string
+	for k, v := range pending.InputRequests {
+		key = k
+		e, ok := v.(*sdk.ElicitParams)
+		if !ok || !strings.HasPrefix(k, "input:") || !strings.Contains(e.Message, "Which colour?") {
+			t.Fatalf("inputRequests[%s] = %#v", k, v)
+		}
+	}
+	if _, err := taskCall(t, cs, "tasks/update", id, map[string]json.RawMessage{key: json.RawMessage(`{"action":"accept","content":{"color":7}}`)}); err == nil || !strings.Contains(err.Error(), "must be a string") {
+		t.Fatalf("a numeric answer: %v", err)
+	}
+	if _, err := taskCall(t, cs, "tasks/update", id, map[string]json.RawMessage{key: json.RawMessage(`{"action":"accept","content":{"color":"blue"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the task completed", func() bool {
+		r, err := taskCall(t, cs, "tasks/get", id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Status == "completed"
+	})
+	reqs, err := w.admin.InputRequests(ctx, ses.ID)
+	if err != nil || len(reqs) != 1 || reqs[0].Answers["color"] != "blue" {
+		t.Fatalf("the question's answer: %+v %v", reqs, err)
+	}
+}
