@@ -83,6 +83,11 @@ func encode128(b [16]byte) string {
 // HasPrefix reports whether id is well formed for the given prefix. It
 // checks shape only, so handlers can refuse garbage before a store lookup.
 func HasPrefix(id, prefix string) bool {
+	if prefix == PrefixWorkspace && id == ManagerWorkspaceID {
+		// The one workspace id that is not generated: the reserved
+		// workspace manager's.
+		return true
+	}
 	rest, ok := strings.CutPrefix(id, prefix+"_")
 	if !ok || len(rest) != 26 {
 		return false

@@ -13,7 +13,12 @@ type WorkspaceService interface {
 	// unless in.AllowDuplicateName; see WorkspaceCreate.
 	CreateWorkspace(ctx context.Context, in WorkspaceCreate) (*Workspace, error)
 	GetWorkspace(ctx context.Context, id string) (*Workspace, error)
+	// ListWorkspaces lists the users' workspaces; the workspace manager
+	// is listed apart (Manager).
 	ListWorkspaces(ctx context.Context) ([]*Workspace, error)
+	// Manager returns the workspace manager, making it on first use
+	// (admin only).
+	Manager(ctx context.Context) (*Workspace, error)
 	// CreateActor returns the actor and its token; the token is shown once
 	// and only its hash is kept.
 	CreateActor(ctx context.Context, workspaceID, name, kind string) (*Actor, string, error)

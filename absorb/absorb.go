@@ -381,6 +381,9 @@ func (s *Service) Plan(ctx context.Context, target, source string) (*desk.Absorb
 	if err := desk.RequireAdmin(ctx, "absorb workspaces"); err != nil {
 		return nil, err
 	}
+	if err := errors.Join(desk.RefuseManager(target, "absorbed into"), desk.RefuseManager(source, "absorbed")); err != nil {
+		return nil, err
+	}
 	tw, sw, err := s.pair(ctx, target, source)
 	if err != nil {
 		return nil, err

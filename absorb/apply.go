@@ -44,6 +44,9 @@ func (s *Service) Apply(ctx context.Context, target, source string, in desk.Abso
 	if err := desk.RequireAdmin(ctx, "absorb workspaces"); err != nil {
 		return nil, err
 	}
+	if err := errors.Join(desk.RefuseManager(target, "absorbed into"), desk.RefuseManager(source, "absorbed")); err != nil {
+		return nil, err
+	}
 	if strings.TrimSpace(in.Digest) == "" {
 		return nil, desk.Errorf(desk.EINVALID, "digest is required: get the plan first (GET /v1/workspaces/%s/absorb?source=%s) and send its digest", target, source)
 	}

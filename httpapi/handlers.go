@@ -19,6 +19,15 @@ type ignoredOrigin struct {
 	Origin json.RawMessage `json:"origin,omitempty"`
 }
 
+func (s *Server) workspaceManager(w http.ResponseWriter, r *http.Request) error {
+	m, err := s.Workspaces.Manager(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, m)
+	return nil
+}
+
 func (s *Server) createWorkspace(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		desk.WorkspaceCreateRequest

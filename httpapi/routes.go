@@ -69,7 +69,9 @@ func workspaceRoutes() []route {
 	return []route{
 		{Method: "POST", Path: "/v1/workspaces", Tag: "workspaces", Summary: "Create a workspace (admin). It starts with a human actor named owner. A name that a workspace which is not purged has is 409 conflict unless allow_duplicate_name is true.",
 			Body: "WorkspaceCreate", Resp: "Workspace", Status: 201, handle: (*Server).createWorkspace},
-		{Method: "GET", Path: "/v1/workspaces", Tag: "workspaces", Summary: "List the workspaces the caller can see.",
+		{Method: "POST", Path: "/v1/workspace-manager", Tag: "workspaces", Summary: "Open the workspace manager (admin): the reserved workspace workspace-manager, made on first use, whose agent looks at the other workspaces read-only and asks them through dispatches (peer_list, peer_sessions, peer_path, peer_ask). It is listed apart from the users' workspaces and never offboarded, exported, absorbed or purged; make its sessions with POST /v1/workspaces/workspace-manager/sessions.",
+			Resp: "Workspace", Status: 200, handle: (*Server).workspaceManager},
+		{Method: "GET", Path: "/v1/workspaces", Tag: "workspaces", Summary: "List the workspaces the caller can see (not the workspace manager: POST /v1/workspace-manager).",
 			Resp: "WorkspaceList", Status: 200, handle: (*Server).listWorkspaces},
 		{Method: "GET", Path: "/v1/workspaces/{ws}", Tag: "workspaces", Summary: "Get a workspace.",
 			Resp: "Workspace", Status: 200, handle: (*Server).getWorkspace},

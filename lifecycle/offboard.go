@@ -52,6 +52,9 @@ func (s *Service) Offboard(ctx context.Context, ws string, in OffboardInput) (*O
 	if err := desk.RequireAdmin(ctx, "offboard a workspace"); err != nil {
 		return nil, err
 	}
+	if err := desk.RefuseManager(ws, "offboarded"); err != nil {
+		return nil, err
+	}
 	w, err := s.store.GetWorkspace(ctx, ws)
 	if err != nil {
 		return nil, err

@@ -19,6 +19,9 @@ func (s *Service) Purge(ctx context.Context, ws, confirm string) (*Result, error
 	if err := desk.RequireAdmin(ctx, "purge a workspace"); err != nil {
 		return nil, err
 	}
+	if err := desk.RefuseManager(ws, "purged"); err != nil {
+		return nil, err
+	}
 	if _, err := s.store.GetWorkspace(ctx, ws); err != nil {
 		return nil, err
 	}

@@ -133,9 +133,16 @@ func (s *Service) Catalog(ctx context.Context) ([]*desk.CatalogEntry, error) {
 	if !ok {
 		return nil, desk.Errorf(desk.EUNAUTHORIZED, "no credentials")
 	}
-	all, err := s.store.ListCatalog(ctx)
+	listed, err := s.store.ListCatalog(ctx)
 	if err != nil {
 		return nil, err
+	}
+	// The workspace manager is listed apart (GET /v1/workspace-manager).
+	var all []*desk.CatalogEntry
+	for _, e := range listed {
+		if e.WorkspaceID != desk.ManagerWorkspaceID {
+			all = append(all, e)
+		}
 	}
 	if p.Admin {
 		return all, nil

@@ -37,6 +37,9 @@ func (s *Service) Export(ctx context.Context, wsID string, opts desk.ExportOptio
 	if err := requireAdmin(p, ok, "export a workspace"); err != nil {
 		return err
 	}
+	if err := desk.RefuseManager(wsID, "exported"); err != nil {
+		return err
+	}
 	if !desk.HasPrefix(wsID, desk.PrefixWorkspace) {
 		return desk.Errorf(desk.ENOTFOUND, "workspace %q not found", wsID)
 	}

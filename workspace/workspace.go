@@ -113,7 +113,46 @@ func (s *Service) ListWorkspaces(ctx context.Context) ([]*desk.Workspace, error)
 		}
 		return []*desk.Workspace{w}, nil
 	}
-	return s.store.ListWorkspaces(ctx)
+	all, err := s.store.ListWorkspaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, w := range all {
+		if w.ID != desk.ManagerWorkspaceID {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// Manager returns the workspace manager, made on first use with its own
+// owner and directories. Two first uses at once make it once: the loser's
+// insert conflicts and it reads the winner's row.
+func (s *Service) Manager(ctx context.Context) (*desk.Workspace, error) {
+	if err := desk.RequireAdmin(ctx, "open the workspace manager"); err != nil {
+		return nil, err
+	}
+	if w, err := s.store.GetWorkspace(ctx, desk.ManagerWorkspaceID); err == nil {
+		return w, nil
+	} else if !desk.IsCode(err, desk.ENOTFOUND) {
+		return nil, err
+	}
+	now := desk.Now()
+	w := &desk.Workspace{ID: desk.ManagerWorkspaceID, Name: desk.ManagerName, State: desk.WorkspaceActive, CreatedAt: now, UpdatedAt: now}
+	owner := &desk.Actor{ID: desk.NewID(desk.PrefixActor), WorkspaceID: w.ID, Name: desk.OwnerActorName, Kind: desk.ActorHuman, CreatedAt: now}
+	if err := s.store.CreateWorkspace(ctx, w, owner, true); err != nil {
+		if got, gerr := s.store.GetWorkspace(ctx, desk.ManagerWorkspaceID); gerr == nil {
+			return got, nil
+		}
+		return nil, err
+	}
+	for _, rel := range []string{layout.CheckoutDir, layout.ActorRel(owner.ID)} {
+		if err := os.MkdirAll(s.home.Abs(w.ID, rel), 0o755); err != nil {
+			return nil, fmt.Errorf("create the workspace manager's directories: %w", err)
+		}
+	}
+	return w, nil
 }
 
 var actorName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)

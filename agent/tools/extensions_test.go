@@ -28,7 +28,7 @@ func TestOptionalTools(t *testing.T) {
 	if slices.Contains(names(Declared(none)), "exec_command") {
 		t.Fatal("exec_command is declared without a sandbox")
 	}
-	if len(Declared(none)) != len(All())-3-3-1 { // exec_command, write_stdin, execute_typescript, the three handler-only thread tools and ask (no dispatch service)
+	if len(Declared(none)) != len(All())-3-3-1-4 { // exec_command, write_stdin, execute_typescript, the three handler-only thread tools, ask (no dispatch service) and the four peer tools (not the manager)
 		t.Fatalf("declared without a sandbox: %v", names(Declared(none)))
 	}
 	ab := Absent(none)
@@ -40,11 +40,11 @@ func TestOptionalTools(t *testing.T) {
 	boxed := &Env{Sandbox: sandbox.Direct(), Settings: none.Settings}
 	for _, env := range []*Env{full, boxed} {
 		ab := Absent(env)
-		if len(Declared(env)) != len(All())-4-1 || len(ab) != 1 || ab[0].Name != "execute_typescript" || !strings.Contains(ab[0].Reason, "typescript@7") {
+		if len(Declared(env)) != len(All())-4-1-4 || len(ab) != 1 || ab[0].Name != "execute_typescript" || !strings.Contains(ab[0].Reason, "typescript@7") {
 			t.Fatalf("declared %v, absent %+v", names(Declared(env)), ab)
 		}
 		env.TypeScript = &typescript.Toolchain{TSC: "/x/tsc", Node: "/usr/bin/node"}
-		if len(Declared(env)) != len(All())-3-1 || len(Absent(env)) != 0 {
+		if len(Declared(env)) != len(All())-3-1-4 || len(Absent(env)) != 0 {
 			t.Fatalf("with a toolchain: declared %v, absent %+v", names(Declared(env)), Absent(env))
 		}
 	}

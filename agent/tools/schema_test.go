@@ -38,6 +38,10 @@ var examples = map[string][]string{
 	"request_user_input":    {`{"questions":[{"id":"color","question":"Which?","options":[{"label":"red","recommended":true},{"label":"blue"}]}]}`},
 	"write_file":            {`{"path":"/artifacts/a.md","content":"x"}`},
 	"ask":                   {`{"target":"@calm-blue-otter-0a1b2c","subject":"s","text":"t","reply":"caller"}`},
+	"peer_list":             {`{}`},
+	"peer_sessions":         {`{"workspace_id":"ws_1"}`},
+	"peer_path":             {`{"workspace_id":"ws_1","path":"/workspace/README.md"}`, `{"workspace_id":"ws_1"}`},
+	"peer_ask":              {`{"target":"ws_1","text":"t","reply":"none"}`},
 }
 
 // required are the top-level required fields of every tool.
@@ -47,7 +51,8 @@ var required = map[string][]string{
 	"list_files": nil, "list_extensions": nil, "load_extension": {"name"}, "read_file": {"path"}, "request_user_input": {"questions"}, "write_file": {"content", "path"},
 	"thread_start": {"threads"}, "thread_followup": {"text"}, "thread_request_report": {"thread_id"}, "thread_list": nil,
 	"thread_episodes": nil, "thread_current": nil, "thread_group": nil, "thread_report": {"body", "title"},
-	"ask": {"reply", "target", "text"},
+	"ask": {"reply", "target", "text"}, "peer_list": nil, "peer_sessions": {"workspace_id"}, "peer_path": {"workspace_id"},
+	"peer_ask": {"reply", "target", "text"},
 }
 
 // roundTrip decodes raw with the tool's own decode and re-encodes the
@@ -61,6 +66,14 @@ func roundTrip(t *testing.T, tool Tool, raw string) (json.RawMessage, *Result) {
 	)
 	switch x := tool.(type) {
 	case askTool:
+		out, bad, err = reencode(x.args, raw)
+	case peerList:
+		out, bad, err = reencode(x.args, raw)
+	case peerSessions:
+		out, bad, err = reencode(x.args, raw)
+	case peerPath:
+		out, bad, err = reencode(x.args, raw)
+	case peerAsk:
 		out, bad, err = reencode(x.args, raw)
 	case acquire:
 		out, bad, err = reencode(x.args, raw)

@@ -29,4 +29,8 @@ type Store interface {
 	HasLease(ctx context.Context, itemID, executionID string) (bool, error)
 	GetItem(ctx context.Context, id string) (*desk.Item, error)
 	FollowupThreads(ctx context.Context, items []*desk.QueueItem, activate bool) ([]*desk.Thread, error)
+	// The workspace manager's peer tools read the other workspaces.
+	ListWorkspaces(ctx context.Context) ([]*desk.Workspace, error)
+	GetWorkspace(ctx context.Context, id string) (*desk.Workspace, error)
+	ListSessions(ctx context.Context, f desk.SessionFilter) ([]*desk.Session, error)
 }

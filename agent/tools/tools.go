@@ -174,7 +174,7 @@ type Prechecker interface {
 // All returns every built-in tool, sorted by name, so the declaration the
 // model sees is stable from turn to turn.
 func All() []Tool {
-	ts := []Tool{askTool{}, inspect{}, acquire{}, readFile{}, writeFile{}, editFile{}, applyPatch{}, listFiles{}, deleteFile{},
+	ts := []Tool{askTool{}, peerList{}, peerSessions{}, peerPath{}, peerAsk{}, inspect{}, acquire{}, readFile{}, writeFile{}, editFile{}, applyPatch{}, listFiles{}, deleteFile{},
 		execCommand{}, writeStdin{}, executeTypeScript{}, artifactsTool{}, requestUserInput{}, clarify{}, listExtensions{}, loadExtension{},
 		threadStart{}, threadFollowup{}, threadRequestReport{}, threadList{}, threadEpisodes{},
 		threadCurrent{}, threadGroup{}, threadReport{}}

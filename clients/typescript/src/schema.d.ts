@@ -1361,6 +1361,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspace-manager": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Open the workspace manager (admin): the reserved workspace workspace-manager, made on first use, whose agent looks at the other workspaces read-only and asks them through dispatches (peer_list, peer_sessions, peer_path, peer_ask). It is listed apart from the users' workspaces and never offboarded, exported, absorbed or purged; make its sessions with POST /v1/workspaces/workspace-manager/sessions. */
+        post: operations["post_workspace_manager"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workspaces": {
         parameters: {
             query?: never;
@@ -1368,7 +1385,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the workspaces the caller can see. */
+        /** List the workspaces the caller can see (not the workspace manager: POST /v1/workspace-manager). */
         get: operations["get_workspaces"];
         put?: never;
         /** Create a workspace (admin). It starts with a human actor named owner. A name that a workspace which is not purged has is 409 conflict unless allow_duplicate_name is true. */
@@ -6700,6 +6717,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_workspace_manager: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
                 };
             };
             /** @description An error; see the code for what went wrong. */
