@@ -187,6 +187,13 @@ func runCommand(ctx context.Context, env *Env, call *Call, command, guestCwd str
 // denials and its output caps.
 func runPrepared(ctx context.Context, env *Env, call *Call, cr *commandRun) (*Result, error) {
 	command, cwd, direct := cr.spec.Command, cr.spec.Cwd, cr.direct
+	if env.Paths != nil {
+		// Artifacts kept by another node (or lost with this node's disk)
+		// are fetched into the working copy the command sees.
+		if err := env.Paths.Materialize(ctx, env.Session.ID); err != nil {
+			return nil, err
+		}
+	}
 	spill := &spillWriter{dir: env.Home.Abs(env.Session.WorkspaceID, layout.ScratchRel(env.Execution.ID))}
 	defer spill.close()
 	res, err := cr.runner.Run(ctx, cr.spec, func(stream string, chunk []byte) {
