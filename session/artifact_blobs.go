@@ -226,6 +226,11 @@ func (s *Artifacts) Materialize(ctx context.Context, sessionID string) error {
 	}
 	defer root.Close()
 	dir := layout.SessionRel(x.Actor, x.ID)
+	// The session was made on another node: this node has no folder for
+	// it yet, and the sandbox mounts it as /artifacts.
+	if err := root.MkdirAll(dir, 0o755); err != nil {
+		return diskerr.Wrap("materialise artifacts", err)
+	}
 	for _, a := range arts {
 		if a.Pending != "" || a.Deleting {
 			continue
