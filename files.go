@@ -228,6 +228,11 @@ type ArtifactPaths interface {
 	// left there) and returns the new rows in path order. A file the
 	// classifier refuses stays a plain file.
 	IndexNew(ctx context.Context, sessionID string) ([]*Artifact, error)
+	// Materialize fills this node's working copy of the session's
+	// artifact directory with the artifacts whose files it lacks (kept by
+	// another node, or lost with a disk), before a command or a runtime
+	// turn reads /artifacts.
+	Materialize(ctx context.Context, sessionID string) error
 }
 
 // FilesStore is the metadata the file API keeps: usage totals per actor and

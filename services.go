@@ -88,8 +88,10 @@ type ArtifactService interface {
 	Create(ctx context.Context, sessionID string, in ArtifactPut) (*Artifact, error)
 	Get(ctx context.Context, sessionID, id string) (*Artifact, error)
 	List(ctx context.Context, sessionID string) ([]*Artifact, error)
-	// Open returns the current bytes; the caller closes the file.
-	Open(ctx context.Context, sessionID, id string) (*Artifact, *os.File, error)
+	// Open returns the current bytes, streamed from where they are kept
+	// (an *os.File when that is the node's disk, so sendfile applies);
+	// the caller closes them.
+	Open(ctx context.Context, sessionID, id string) (*Artifact, io.ReadSeekCloser, error)
 	Update(ctx context.Context, sessionID, id string, in ArtifactPut) (*Artifact, error)
 	Revert(ctx context.Context, sessionID, id string) (*Artifact, error)
 	Delete(ctx context.Context, sessionID, id string) error

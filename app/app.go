@@ -399,6 +399,7 @@ func (a *App) buildServices() {
 	if cfg.ActorQuotaBytes > 0 {
 		ao0.Admit = a.Quota.Admit
 	}
+	ao0.Blobs = a.Blobs
 	a.Artifacts = session.NewArtifacts(store, home, ao0)
 	a.Selection = selection.New(store, home, a.Workspaces)
 	a.Runtimes = runtimehost.NewRegistry(store, runtimehost.RegistryOptions{Home: home})
@@ -426,7 +427,7 @@ func (a *App) buildServices() {
 	ab.Children = a.Exec
 	a.Absorb = absorb.New(store, home, a.Lifecycle, ab)
 
-	a.Collector = &gc.Collector{Store: store, Home: home, Running: a.Exec.Running}
+	a.Collector = &gc.Collector{Store: store, Home: home, Running: a.Exec.Running, Present: a.Artifacts.BytesPresent}
 	a.Files = files.New(store, home, a.Workspaces, a.Artifacts, a.Collector, a.Quota)
 	a.Transfer = transfer.New(store, home, a.Workspaces, transfer.Options{MaxImportBytes: cfg.ImportMaxBytes, MaxImportRatio: cfg.ImportMaxRatio, ActorQuotaBytes: cfg.ActorQuotaBytes})
 }

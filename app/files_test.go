@@ -22,6 +22,7 @@ import (
 	"github.com/desk-runtime/desk/app"
 	"github.com/desk-runtime/desk/app/apptest"
 	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/session"
 	"github.com/desk-runtime/desk/store/postgres/pgtest"
 )
 
@@ -896,6 +897,11 @@ func testFilesGC(t *testing.T, cfg app.Config) {
 	vanished := w.put(w.a.ID, "vanished.md", []byte("# gone"))
 	home := w.App.Home
 	must(t, os.Remove(filepath.Join(w.sessionDir(w.a), "vanished.md")))
+	// The working copy is not where the bytes are kept: an artifact is
+	// missing only once the blob store lacks them too.
+	key, err := session.ArtifactKey(vanished.WorkspaceID, vanished.ID, vanished.Revision, vanished.SHA256)
+	must(t, err)
+	must(t, w.App.Blobs.Delete(t.Context(), key))
 	// A file an agent left without a row, and one in the immutable area.
 	must(t, os.WriteFile(filepath.Join(w.sessionDir(w.a), "found.csv"), []byte("a,b\n1,2\n"), 0o644))
 	must(t, os.MkdirAll(filepath.Join(w.sessionDir(w.b), "immutable"), 0o755))

@@ -178,6 +178,10 @@ type localReader struct {
 func (r localReader) Size() int64        { return r.size }
 func (r localReader) ModTime() time.Time { return r.mod }
 
+// OSFile returns the open file itself, so a caller serving it over HTTP
+// keeps the kernel's sendfile path (which needs an *os.File).
+func (r localReader) OSFile() *os.File { return r.File }
+
 func (l *Local) open(key string) (*os.File, fs.FileInfo, error) {
 	if err := ValidKey(key); err != nil {
 		return nil, nil, err

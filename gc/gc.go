@@ -29,6 +29,10 @@ type Collector struct {
 	// Running reports whether an execution is still running; its scratch is
 	// kept. Nil means no execution is running.
 	Running func(ctx context.Context, executionID string) (bool, error)
+	// Present reports whether an artifact's bytes are kept elsewhere (the
+	// blob store) when this node's working copy lacks its file: such an
+	// artifact is not missing. Nil means the working copy is all there is.
+	Present func(ctx context.Context, a *desk.Artifact) (bool, error)
 	// TempAge is how old an unreferenced temporary file must be before it is
 	// considered abandoned under soft pressure (default 1h); critical pressure
 	// uses a tenth of it. A young temporary file may belong to an upload that

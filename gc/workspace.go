@@ -128,6 +128,15 @@ func (c *Collector) artifacts(ctx context.Context, ws string, index desk.Artifac
 			if err != nil && !gone {
 				continue // unreadable rather than gone: nothing to conclude
 			}
+			if gone && c.Present != nil {
+				// Another node's artifact, or one this node's disk lost:
+				// the blob store decides.
+				ok, perr := c.Present(ctx, a)
+				if perr != nil {
+					continue
+				}
+				gone = !ok
+			}
 			if gone != a.Missing {
 				next := *a
 				next.Missing = gone

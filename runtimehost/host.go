@@ -416,6 +416,12 @@ func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 	if err := t.Started(); err != nil {
 		return nil, err
 	}
+	if h.o.Paths != nil {
+		// The runtime reads /artifacts from this node's working copy.
+		if err := h.o.Paths.Materialize(ctx, c.client.x.ID); err != nil {
+			return nil, err
+		}
+	}
 	c.client.begin(t)
 	// Files the runtime left under /artifacts (its own writes, its
 	// terminals') become artifacts of the turn once the turn and its

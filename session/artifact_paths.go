@@ -346,6 +346,20 @@ func (s *Artifacts) IndexNew(ctx context.Context, sessionID string) ([]*desk.Art
 	for _, a := range have {
 		known[a.RelPath] = true
 	}
+	if s.opts.Blobs != nil {
+		// Changes commands made to artifacts' files go to the blob
+		// store as their next revisions, or readers would not see them.
+		wroot, err := s.openRoot(x.WorkspaceID)
+		if err != nil {
+			return nil, err
+		}
+		defer wroot.Close()
+		for _, a := range have {
+			if err := s.writeBack(ctx, wroot, x, a); err != nil {
+				return nil, err
+			}
+		}
+	}
 	var made []*desk.Artifact
 	for _, rel := range rels {
 		if known[rel] {
@@ -412,6 +426,9 @@ func (s *Artifacts) indexLocked(ctx context.Context, root *os.Root, x *desk.Sess
 		SHA256: hex.EncodeToString(h.Sum(nil)), Immutable: isImmutableRel(rel), Revision: 1,
 		Origin:    origin,
 		CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.upload(ctx, a, f); err != nil {
+		return nil, err
 	}
 	if err := s.store.CreateArtifact(ctx, a); err != nil {
 		if desk.IsCode(err, desk.ECONFLICT) {

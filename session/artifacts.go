@@ -13,6 +13,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/atomicfile"
+	"github.com/desk-runtime/desk/blobs"
 	"github.com/desk-runtime/desk/classify"
 	"github.com/desk-runtime/desk/fsjail"
 	"github.com/desk-runtime/desk/internal/diskerr"
@@ -34,6 +35,11 @@ type ArtifactOptions struct {
 	// artifact), it refuses with too_large or reserves them; undo gives a
 	// reservation back when the write fails after all.
 	Admit func(ctx context.Context, workspaceID, actorID string, replaced, size int64) (undo func(), err error)
+	// Blobs, when set, is where artifact bytes are kept (artifact_blobs.go):
+	// each revision is put there before its row commits and reads stream
+	// from it; the session's artifact directory is then this node's
+	// working copy. Nil keeps bytes in the artifact directory only.
+	Blobs blobs.Blobs
 }
 
 // Artifacts is the artifact service: the artifact API, its path-addressed
@@ -224,6 +230,10 @@ func (s *Artifacts) repeated(old *desk.Artifact, in desk.ArtifactPut) (*desk.Art
 // rename. undo gives the quota reservation back if the row was never
 // committed; after the commit the bytes are the artifact's.
 func (s *Artifacts) create(ctx context.Context, root *os.Root, a *desk.Artifact, f *atomicfile.File, undo func()) error {
+	if err := s.upload(ctx, a, f.File); err != nil {
+		undo()
+		return err
+	}
 	if err := f.Close(); err != nil {
 		undo()
 		return diskerr.Wrap("store artifact", err)
@@ -244,7 +254,12 @@ func (s *Artifacts) create(ctx context.Context, root *os.Root, a *desk.Artifact,
 // clears the claim. If desk stops in between, Recover does the same.
 func (s *Artifacts) settlePending(ctx context.Context, root *os.Root, a *desk.Artifact) error {
 	if err := atomicfile.Install(root, a.Pending, fileOf(a)); err != nil {
-		return diskerr.Wrap("install artifact", err)
+		// With a blob store the bytes are kept already: a working copy
+		// that could not be installed (its temporary file swept by a peer
+		// sharing this disk) is fetched again when a command needs it.
+		if s.opts.Blobs == nil || !errors.Is(err, fs.ErrNotExist) {
+			return diskerr.Wrap("install artifact", err)
+		}
 	}
 	if err := s.store.SetArtifactPending(ctx, a.ID, ""); err != nil {
 		return err
@@ -290,10 +305,21 @@ func (s *Artifacts) List(ctx context.Context, sessionID string) ([]*desk.Artifac
 	return s.store.ListArtifacts(ctx, x.ID)
 }
 
-func (s *Artifacts) Open(ctx context.Context, sessionID, id string) (*desk.Artifact, *os.File, error) {
+func (s *Artifacts) Open(ctx context.Context, sessionID, id string) (*desk.Artifact, io.ReadSeekCloser, error) {
 	_, a, err := s.artifact(ctx, sessionID, id)
 	if err != nil {
 		return nil, nil, err
+	}
+	if s.opts.Blobs != nil {
+		r, err := s.openBlob(ctx, a)
+		if err == nil {
+			return a, r, nil
+		}
+		if !errors.Is(err, blobs.ErrNotFound) {
+			return nil, nil, fmt.Errorf("open the bytes of artifact %s: %w", a.ID, err)
+		}
+		// Not in the blob store: an artifact made before desk kept
+		// bytes there has them only in its working copy.
 	}
 	root, err := s.openRoot(a.WorkspaceID)
 	if err != nil {
@@ -310,7 +336,7 @@ func (s *Artifacts) Open(ctx context.Context, sessionID, id string) (*desk.Artif
 	}
 	f, err := root.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, desk.Errorf(desk.ENOTFOUND, "the bytes of artifact %s are missing from disk", a.ID)
+		return nil, nil, desk.Errorf(desk.ENOTFOUND, "the bytes of artifact %s are missing", a.ID)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -387,6 +413,17 @@ func (s *Artifacts) keepRevision(root *os.Root, a *desk.Artifact) (*desk.Artifac
 // undo (if not nil) gives back a quota reservation: only when the row was
 // not committed, since after the commit the bytes are the artifact's.
 func (s *Artifacts) install(ctx context.Context, root *os.Root, old, next *desk.Artifact, f *atomicfile.File, undo func()) (*desk.Artifact, error) {
+	if f != nil {
+		if err := s.upload(ctx, next, f.File); err != nil {
+			if undo != nil {
+				undo()
+			}
+			if next.Prev != nil && (old.Prev == nil || old.Prev.Revision != next.Prev.Revision) {
+				_ = root.Remove(layout.RevisionRel(old.ID, next.Prev.Revision))
+			}
+			return nil, err
+		}
+	}
 	if err := s.store.UpdateArtifact(ctx, next, old.Revision); err != nil {
 		if undo != nil {
 			undo()
@@ -405,6 +442,7 @@ func (s *Artifacts) install(ctx context.Context, root *os.Root, old, next *desk.
 	// Only one earlier revision is kept; drop the one the update displaced.
 	if old.Prev != nil && (next.Prev == nil || next.Prev.Revision != old.Prev.Revision) {
 		_ = root.Remove(layout.RevisionRel(old.ID, old.Prev.Revision))
+		s.dropBlob(context.WithoutCancel(ctx), old.WorkspaceID, old.ID, old.Prev)
 	}
 	return next, nil
 }
@@ -431,6 +469,10 @@ func (s *Artifacts) Revert(ctx context.Context, sessionID, id string) (*desk.Art
 	// alone until the row claims it; install keeps it once the row does,
 	// and the deferred Abort removes it when the row never did.
 	f, err := atomicfile.LinkTemp(root, layout.RevisionRel(a.ID, a.Prev.Revision), path.Dir(fileOf(a)))
+	if errors.Is(err, fs.ErrNotExist) {
+		// This node keeps no copy of the revision: the blob store does.
+		f, err = s.fetchRevision(ctx, root, a, a.Prev)
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, desk.Errorf(desk.ECONFLICT, "the bytes of revision %d of artifact %s are missing; it cannot be reverted", a.Prev.Revision, a.ID)
@@ -476,6 +518,9 @@ func (s *Artifacts) finishDelete(ctx context.Context, a *desk.Artifact) error {
 	}
 	if err := root.RemoveAll(layout.RevisionDirRel(a.ID)); err != nil {
 		return fmt.Errorf("delete revisions of %s: %w", a.ID, err)
+	}
+	if err := s.deleteBlobs(ctx, a); err != nil {
+		return err
 	}
 	if err := s.store.DeleteArtifact(ctx, a.ID); err != nil && !desk.IsCode(err, desk.ENOTFOUND) {
 		return err

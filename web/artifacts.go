@@ -1,12 +1,12 @@
 package web
 
 import (
+	"bytes"
 	"fmt"
 	"html/template"
 	"io"
 	"mime"
 	"net/http"
-	"os"
 	"path"
 	"strings"
 	"time"
@@ -137,7 +137,7 @@ func (s *Server) preview(w http.ResponseWriter, r *request) error {
 }
 
 // document fills a table, document or canvas preview from the bytes.
-func (p *preview) document(a *desk.Artifact, f *os.File) error {
+func (p *preview) document(a *desk.Artifact, f io.ReadSeeker) error {
 	switch a.Kind {
 	case "csv", "tsv":
 		comma := ','
@@ -159,7 +159,17 @@ func (p *preview) document(a *desk.Artifact, f *os.File) error {
 			p.Table = t
 			return err
 		}
-		paras, more, err := docxParas(f, a.Size)
+		ra, ok := f.(io.ReaderAt)
+		if !ok {
+			// Bytes streamed from a blob store: the zip reader needs
+			// random access, and the size is bounded above.
+			b, err := io.ReadAll(io.LimitReader(f, a.Size))
+			if err != nil {
+				return err
+			}
+			ra = bytes.NewReader(b)
+		}
+		paras, more, err := docxParas(ra, a.Size)
 		p.Paras, p.Clipped = paras, more
 		return err
 	}
@@ -203,11 +213,7 @@ func (s *Server) artifactRaw(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	serveBytes(w, r.Request, a.Name, a.Kind, a.MediaType, a.SHA256, st.ModTime(), f, r.URL.Query().Get("download") != "")
+	serveBytes(w, r.Request, a.Name, a.Kind, a.MediaType, a.SHA256, a.UpdatedAt, f, r.URL.Query().Get("download") != "")
 	return nil
 }
 

@@ -175,6 +175,9 @@ func markDenial(out *Result, v, facts map[string]any, d *sandbox.Denial) {
 
 // runCommand runs one command to its end.
 func runCommand(ctx context.Context, env *Env, call *Call, command, guestCwd string, timeout time.Duration) (*Result, error) {
+	if err := materialize(ctx, env); err != nil {
+		return nil, err
+	}
 	cr, bad, err := prepareCommand(env, command, guestCwd, timeout)
 	if bad != nil || err != nil {
 		return bad, err
@@ -275,6 +278,16 @@ func joinOutput(stdout, stderr string) string {
 		return stderr
 	}
 	return stdout + "\n" + stderr
+}
+
+// materialize fetches into this node's working copy the artifacts it
+// lacks (kept by another node, or lost with this node's disk), before the
+// command's mounts are prepared.
+func materialize(ctx context.Context, env *Env) error {
+	if env.Paths == nil {
+		return nil
+	}
+	return env.Paths.Materialize(ctx, env.Session.ID)
 }
 
 // indexNew gives rows to the files the command left in /artifacts and

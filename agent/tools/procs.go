@@ -289,6 +289,9 @@ func startSession(ctx context.Context, env *Env, call *Call, command, guestCwd s
 	if env.Procs == nil {
 		return Fail(CodeNotConfigured, "long-running commands are not available here; run the command without yield_time_ms"), nil
 	}
+	if err := materialize(ctx, env); err != nil {
+		return nil, err
+	}
 	cr, bad, err := prepareCommand(env, command, guestCwd, timeout)
 	if bad != nil || err != nil {
 		return bad, err

@@ -131,6 +131,9 @@ func (t executeTypeScript) Run(ctx context.Context, env *Env, call *Call) (*Resu
 		timeout = time.Duration(a.TimeoutSeconds) * time.Second
 	}
 	tc := env.TypeScript
+	if err := materialize(ctx, env); err != nil {
+		return nil, err
+	}
 	cr, bad, err := prepareCommand(env, "node", "", timeout)
 	if bad != nil || err != nil {
 		return bad, err
