@@ -214,8 +214,8 @@ func (w *deskWorld) checkRequests(want int) []strict.Request {
 	w.seen = len(all)
 	var names []string
 	for _, tl := range tools.All() {
-		if o, ok := tl.(tools.Optional); ok && o.Unavailable(&tools.Env{SurfaceKind: desk.SurfaceOrchestrator, Sandbox: sandbox.Direct(), TypeScript: contractTypeScript}) != "" {
-			continue // the handler-only thread tools
+		if o, ok := tl.(tools.Optional); ok && o.Unavailable(&tools.Env{SurfaceKind: desk.SurfaceOrchestrator, Sandbox: sandbox.Direct(), TypeScript: contractTypeScript, Dispatch: w.App.Dispatches}) != "" {
+			continue // the handler-only thread tools and the manager's peer tools
 		}
 		names = append(names, tl.Name())
 	}

@@ -75,11 +75,12 @@ func TestCLISendQueueInterrupt(t *testing.T) {
 		t.Fatalf("blocks: %+v", blocks)
 	}
 	c.ok("blocks", "release", x.ID, blocks[0].ID)
+	// The released row's turn runs now; exec show of it needs it ended.
 	var xs []desk.Execution
-	c.json(&xs, "exec", "ls", x.ID)
-	if len(xs) < 3 {
-		t.Fatalf("exec ls: %d", len(xs))
-	}
+	testwait.Until(t, 5*time.Second, func() bool {
+		c.json(&xs, "exec", "ls", x.ID)
+		return len(xs) >= 3 && xs[0].Terminal()
+	}, "the released row's turn to end")
 	if out := c.ok("exec", "show", xs[0].ID); !strings.Contains(out, xs[0].ID) || !strings.Contains(out, "✓ "+xs[0].ID+" ended") {
 		t.Fatalf("exec show:\n%s", out)
 	}
