@@ -418,7 +418,10 @@ func (h *Host) Execute(ctx context.Context, t *execution.Turn) (*execution.Outco
 	}
 	if h.o.Paths != nil {
 		// The runtime reads /artifacts from this node's working copy.
-		if err := h.o.Paths.Materialize(ctx, c.client.x.ID); err != nil {
+		// As the session's actor, as its turn acts (the artifact service
+		// checks who asks).
+		actx := desk.WithPrincipal(ctx, desk.Principal{WorkspaceID: x.WorkspaceID, ActorID: x.Actor, ActorKind: desk.ActorAgent})
+		if err := h.o.Paths.Materialize(actx, c.client.x.ID); err != nil {
 			return nil, err
 		}
 	}
