@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/desk-runtime/desk/internal/ownerlock"
 )
@@ -32,7 +33,12 @@ func TestHelperHold(t *testing.T) {
 	// The file must stay reachable: a collected *os.File is closed by its
 	// finalizer, which would release the lock while this process lives.
 	held = f
-	select {}
+	// Sleep, not select {}: with every goroutine blocked and no timer, the
+	// runtime ends the process as deadlocked, which released the lock
+	// (and let TestSweep remove a live owner's directory, now and then).
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 // hold starts a child process holding dir; kill ends it as kill -9 would.
