@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/desk-runtime/desk/internal/testwait"
 )
 
 func TestFillCopiesAndHashes(t *testing.T) {
@@ -114,11 +116,7 @@ func TestFillBoundsRings(t *testing.T) {
 		_, err := big.Fill(bytes.NewReader(make([]byte, 2*smallFill)), nil)
 		done <- err
 	}()
-	select {
-	case err := <-done:
-		t.Fatalf("a large fill finished while every ring was taken: %v", err)
-	case <-time.After(50 * time.Millisecond): // the absence being tested
-	}
+	testwait.Never(t, 50*time.Millisecond, func() bool { return len(done) > 0 }, "a large fill finished while every ring was taken")
 	<-rings
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -27,6 +27,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/conversation"
+	"github.com/desk-runtime/desk/internal/tickloop"
 )
 
 // Store is what the dispatch service keeps and reads.
@@ -71,10 +73,8 @@ type Service struct {
 	opts  Options
 	log   *slog.Logger
 
-	mu     sync.Mutex // serialises appends to the projection
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	closed bool
+	mu   sync.Mutex // serialises appends to the projection
+	loop tickloop.Loop
 }
 
 // New makes the service; Open starts following open dispatches.
@@ -90,39 +90,18 @@ func New(st Store, o Options) *Service {
 
 // Open starts the loop that follows open dispatches.
 func (s *Service) Open(ctx context.Context) error {
-	if s.opts.Manual || s.cancel != nil {
-		return nil
+	if !s.opts.Manual {
+		s.loop.Start(ctx, s.opts.Interval, func(ctx context.Context) {
+			if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("dispatch tick", desk.LogErr, err)
+			}
+		})
 	}
-	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	s.wg.Add(1)
-	go s.loop(ctx)
 	return nil
 }
 
 // Close stops the loop and waits for it. It is idempotent.
-func (s *Service) Close(context.Context) error {
-	if s.cancel != nil {
-		s.cancel()
-	}
-	s.wg.Wait()
-	return nil
-}
-
-func (s *Service) loop(ctx context.Context) {
-	defer s.wg.Done()
-	t := time.NewTicker(s.opts.Interval)
-	defer t.Stop()
-	for {
-		if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
-			s.log.Error("dispatch tick", desk.LogErr, err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
+func (s *Service) Close(ctx context.Context) error { return s.loop.Stop(ctx) }
 
 // Dispatch records an ask and sends it. The caller is the agent's turn
 // when an agent asks from a tool (its origin is on the context), else the
@@ -361,21 +340,9 @@ func (s *Service) follow(ctx context.Context, d *desk.Dispatch) error {
 
 // replyText is the target turn's answer: its last assistant text, bounded.
 func (s *Service) replyText(ctx context.Context, x *desk.Execution) (string, error) {
-	var msgs []*desk.Message
-	before := int64(0)
-	for {
-		page, err := s.store.ListMessages(ctx, x.SurfaceID, before, 200)
-		if err != nil {
-			return "", err
-		}
-		i := len(page) - 1
-		for ; i >= 0 && page[i].ExecutionID == x.ID; i-- {
-		}
-		msgs = append(page[i+1:], msgs...)
-		if i >= 0 || len(page) < 200 {
-			break
-		}
-		before = page[0].Seq
+	msgs, err := conversation.ExecutionMessages(ctx, s.store, x)
+	if err != nil {
+		return "", err
 	}
 	for _, m := range slices.Backward(msgs) {
 		if m.Role == "assistant" && strings.TrimSpace(m.Text) != "" {

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -23,6 +22,7 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/archive"
+	"github.com/desk-runtime/desk/internal/tickloop"
 )
 
 // Store is what the routine service keeps and reads.
@@ -71,11 +71,7 @@ type Service struct {
 	opts  Options
 	log   *slog.Logger
 
-	mu     sync.Mutex
-	opened bool
-	closed bool
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	loop tickloop.Loop
 }
 
 var _ desk.RoutineService = (*Service)(nil)
@@ -94,60 +90,23 @@ func New(store Store, o Options) *Service {
 	return &Service{store: store, opts: o, log: o.Logger}
 }
 
-// Open starts the scheduler loop.
+// Open starts the scheduler loop (none with Manual: the caller drives
+// Tick).
 func (s *Service) Open(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.opened || s.closed {
-		return nil
+	if !s.opts.Manual {
+		s.loop.Start(ctx, s.opts.Interval, func(ctx context.Context) {
+			if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("routine tick", desk.LogErr, err)
+			}
+		})
 	}
-	s.opened = true
-	if s.opts.Manual {
-		return nil
-	}
-	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.cancel = cancel
-	s.wg.Add(1)
-	go s.loop(lctx)
 	return nil
 }
 
 // Close stops the scheduler and waits for it. A run whose turn is still
 // going stays running in the store; the next scheduler (this node after a
 // restart, or another) follows it to its end.
-func (s *Service) Close(ctx context.Context) error {
-	s.mu.Lock()
-	s.closed = true
-	cancel := s.cancel
-	s.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (s *Service) loop(ctx context.Context) {
-	defer s.wg.Done()
-	t := time.NewTicker(s.opts.Interval)
-	defer t.Stop()
-	for {
-		if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
-			s.log.Error("routine tick", desk.LogErr, err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
+func (s *Service) Close(ctx context.Context) error { return s.loop.Stop(ctx) }
 
 // Tick fires every due routine whose tick this node wins and follows the
 // running runs. A missed tick (the desk was down) fires once: the next
