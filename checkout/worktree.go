@@ -3,12 +3,10 @@ package checkout
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 
 	"github.com/desk-runtime/desk"
 )
@@ -73,37 +71,6 @@ func CommonDir(gitDir string) string {
 		c = filepath.Join(gitDir, c)
 	}
 	return filepath.Clean(c)
-}
-
-// ReadGit reads the branch of the work tree dir from its HEAD; ok is false
-// when dir is not a git work tree.
-func ReadGit(dir string) (desk.GitInfo, bool) {
-	// The sandboxed agent writes /workspace/.git: a .git file naming any
-	// directory on the host would otherwise have desk read that
-	// directory's HEAD (another workspace's branch, say) into a session
-	// the agent can read. Only a repository desk made is read, as for
-	// running git (checkRepo), and HEAD is read without following a link.
-	g, err := checkRepo(dir)
-	if err != nil {
-		return desk.GitInfo{}, false
-	}
-	f, err := os.OpenFile(filepath.Join(g, "HEAD"), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return desk.GitInfo{}, false
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return desk.GitInfo{}, false
-	}
-	b, err := io.ReadAll(io.LimitReader(f, 4096))
-	if err != nil {
-		return desk.GitInfo{}, false
-	}
-	head := strings.TrimSpace(string(b))
-	if ref, ok := strings.CutPrefix(head, "ref:"); ok {
-		return desk.GitInfo{Branch: strings.TrimPrefix(strings.TrimSpace(ref), "refs/heads/")}, true
-	}
-	return desk.GitInfo{Detached: true, Commit: head}, true
 }
 
 // AddWorktree makes path a worktree of the repository whose work tree is

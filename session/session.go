@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/desk-runtime/desk"
+	"github.com/desk-runtime/desk/checkout"
 	"github.com/desk-runtime/desk/layout"
 )
 
@@ -39,6 +40,9 @@ type Service struct {
 	// worktreeMu makes checking a worktree name free and binding it one
 	// step (bindWorktree).
 	worktreeMu sync.Mutex
+	// git reads sessions' branches for Get and List, remembering each
+	// until its .git or HEAD changes.
+	git checkout.GitReader
 }
 
 var (

@@ -69,7 +69,7 @@ func (s *Service) withGit(x *desk.Session) *desk.Session {
 	if x == nil {
 		return x
 	}
-	if g, ok := checkout.ReadGit(WorkspaceDir(s.home, x)); ok {
+	if g, ok := s.git.Read(WorkspaceDir(s.home, x)); ok {
 		g.Worktree = x.Worktree
 		x.Git = &g
 	}

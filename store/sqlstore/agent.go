@@ -60,17 +60,23 @@ func (s *DB) AppendMessage(ctx context.Context, m *desk.Message) error {
 	})
 }
 
-// activeBranch is the ids of the path from a surface's newest message back
-// to its root (the surface is the query's one argument). A message with no
-// parent that is neither its surface's first nor an edit (a row imported
-// from an export made before the transcript was a tree) follows the
-// message before it.
-const activeBranch = `WITH RECURSIVE branch(id, parent_id, edit_of, surface_id, seq) AS (
-		SELECT id, parent_id, edit_of, surface_id, seq FROM messages
+// activeBranch walks the path from a surface's newest message back
+// towards its root, newest first, and stops once it has passed limit
+// messages older than before: a page of the transcript costs its own
+// length, not the whole branch's (the walk went to the root on every
+// page, at every model step). Arguments, in order: before, surface,
+// before, limit. A message with no parent that is neither its surface's
+// first nor an edit (a row imported from an export made before the
+// transcript was a tree) follows the message before it. n counts the
+// walked messages older than before; seqs fall along the walk, so the
+// first limit of them are the page.
+const activeBranch = `WITH RECURSIVE branch(id, parent_id, edit_of, surface_id, seq, n) AS (
+		SELECT id, parent_id, edit_of, surface_id, seq, CASE WHEN seq < ? THEN 1 ELSE 0 END FROM messages
 		WHERE id = (SELECT id FROM messages WHERE surface_id = ? ORDER BY seq DESC LIMIT 1)
 		UNION ALL
-		SELECT m.id, m.parent_id, m.edit_of, m.surface_id, m.seq FROM messages m JOIN branch b
+		SELECT m.id, m.parent_id, m.edit_of, m.surface_id, m.seq, b.n + CASE WHEN m.seq < ? THEN 1 ELSE 0 END FROM messages m JOIN branch b
 		ON m.id = b.parent_id OR (b.parent_id = '' AND b.edit_of = '' AND m.surface_id = b.surface_id AND m.seq = b.seq - 1)
+		WHERE b.n < ?
 	)`
 
 // ListMessages returns up to limit messages of the active branch before
@@ -83,8 +89,8 @@ func (s *DB) ListMessages(ctx context.Context, surfaceID string, beforeSeq int64
 	if beforeSeq <= 0 {
 		beforeSeq = 1 << 62
 	}
-	rows, err := s.query(ctx, s.db, activeBranch+` SELECT `+messageCols+` FROM messages WHERE id IN (SELECT id FROM branch) AND seq < ? ORDER BY seq DESC LIMIT ?`,
-		surfaceID, beforeSeq, limit)
+	rows, err := s.query(ctx, s.db, activeBranch+` SELECT `+messageCols+` FROM messages WHERE id IN (SELECT id FROM branch WHERE seq < ?) ORDER BY seq DESC LIMIT ?`,
+		beforeSeq, surfaceID, beforeSeq, limit, beforeSeq, limit)
 	if err != nil {
 		return nil, err
 	}

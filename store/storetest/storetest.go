@@ -34,6 +34,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("ClaimRace", func(t *testing.T) { testClaimRace(t, open(t)) })
 	t.Run("ExecutionRecords", func(t *testing.T) { testExecutionRecords(t, open(t)) })
 	t.Run("Agent", func(t *testing.T) { testAgent(t, open(t)) })
+	t.Run("TranscriptPages", func(t *testing.T) { testTranscriptPages(t, open(t)) })
 	t.Run("Owners", func(t *testing.T) { testOwners(t, open(t)) })
 	t.Run("Fence", func(t *testing.T) { testFence(t, open(t)) })
 	t.Run("Routines", func(t *testing.T) { testRoutines(t, open(t)) })
