@@ -1,7 +1,6 @@
 package checkout
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,17 +16,7 @@ import (
 // planted file.
 func TestGitReaderFollowsChangesAndRefusesPlants(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	ws := t.TempDir()
-	dir := filepath.Join(ws, layout.CheckoutDir)
-	put(t, dir, "a.txt", "a\n", 0o644)
-	gitT(t, dir, "init", "-q", "-b", "main")
-	gitT(t, dir, "add", "-A")
-	gitT(t, dir, "commit", "-q", "-m", "init")
-	wt := filepath.Join(ws, layout.WorktreesDir, "w")
-	if err := AddWorktree(ctx, dir, wt, "w"); err != nil {
-		t.Fatal(err)
-	}
+	dir, wt := checkoutWithWorktree(t)
 	var c GitReader
 	want := func(d, branch string) {
 		t.Helper()

@@ -206,17 +206,7 @@ func TestHostGitRefusesARedirectedWorktree(t *testing.T) {
 // HEAD says.
 func TestReadGitReadsOnlyRepositoriesDeskMade(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	ws := t.TempDir()
-	dir := filepath.Join(ws, layout.CheckoutDir)
-	put(t, dir, "a.txt", "a\n", 0o644)
-	gitT(t, dir, "init", "-q", "-b", "main")
-	gitT(t, dir, "add", "-A")
-	gitT(t, dir, "commit", "-q", "-m", "init")
-	wt := filepath.Join(ws, layout.WorktreesDir, "w")
-	if err := AddWorktree(ctx, dir, wt, "w"); err != nil {
-		t.Fatal(err)
-	}
+	dir, wt := checkoutWithWorktree(t)
 	if g, ok := ReadGit(dir); !ok || g.Branch != "main" {
 		t.Fatalf("the checkout: %+v %v", g, ok)
 	}
@@ -238,4 +228,21 @@ func TestReadGitReadsOnlyRepositoriesDeskMade(t *testing.T) {
 	if g, ok := ReadGit(dir); ok {
 		t.Fatalf("a HEAD linking elsewhere was followed: %+v", g)
 	}
+}
+
+// checkoutWithWorktree makes a workspace's checkout as desk lays it out: a
+// repository on main with one commit, and a worktree w of it on branch w.
+func checkoutWithWorktree(t *testing.T) (dir, wt string) {
+	t.Helper()
+	ws := t.TempDir()
+	dir = filepath.Join(ws, layout.CheckoutDir)
+	put(t, dir, "a.txt", "a\n", 0o644)
+	gitT(t, dir, "init", "-q", "-b", "main")
+	gitT(t, dir, "add", "-A")
+	gitT(t, dir, "commit", "-q", "-m", "init")
+	wt = filepath.Join(ws, layout.WorktreesDir, "w")
+	if err := AddWorktree(context.Background(), dir, wt, "w"); err != nil {
+		t.Fatal(err)
+	}
+	return dir, wt
 }

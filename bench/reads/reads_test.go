@@ -26,45 +26,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/desk-runtime/desk/bench/internal/deskbin"
 )
 
 const conns = 32
-
-var (
-	buildOnce sync.Once
-	bin       string
-)
-
-func desk(b *testing.B) string {
-	if p := os.Getenv("DESK_BENCH_BIN"); p != "" {
-		return p
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "desk-bench-reads-")
-		if err != nil {
-			return
-		}
-		bin = filepath.Join(dir, "desk")
-		cmd := exec.Command("go", "build", "-o", bin, "github.com/desk-runtime/desk/cmd/desk")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if cmd.Run() != nil {
-			bin = ""
-		}
-	})
-	if bin == "" {
-		b.Fatal("building desk failed")
-	}
-	return bin
-}
-
-func freePort(b *testing.B) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // server is one desk serve with a workspace and a session.
 type server struct {
@@ -90,12 +56,12 @@ func start(b *testing.B) *server {
 }
 
 func launch(b *testing.B) (*server, error) {
-	d := desk(b)
+	d := deskbin.Path(b)
 	home, err := os.MkdirTemp("", "desk-bench-reads-home-")
 	if err != nil {
 		return nil, err
 	}
-	addr := freePort(b)
+	addr := deskbin.FreeAddr(b)
 	s := &server{base: "http://" + addr, token: "deskadm_benchreads0123456789"}
 	cmd := exec.Command(d, "serve", "--addr", addr)
 	cmd.Env = append(os.Environ(), "DESK_HOME="+home, "DESK_ADMIN_TOKEN="+s.token)

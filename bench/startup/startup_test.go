@@ -13,63 +13,24 @@ package startup
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/desk-runtime/desk/bench/internal/deskbin"
 )
-
-var (
-	buildOnce sync.Once
-	bin       string
-)
-
-// desk is the binary under test: DESK_BENCH_BIN when set (to compare
-// builds side by side), else this tree's, built once.
-func desk(b *testing.B) string {
-	if p := os.Getenv("DESK_BENCH_BIN"); p != "" {
-		return p
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "desk-bench-startup-")
-		if err != nil {
-			return
-		}
-		bin = filepath.Join(dir, "desk")
-		cmd := exec.Command("go", "build", "-o", bin, "github.com/desk-runtime/desk/cmd/desk")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if cmd.Run() != nil {
-			bin = ""
-		}
-	})
-	if bin == "" {
-		b.Fatal("building desk failed")
-	}
-	return bin
-}
-
-func freePort(b *testing.B) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // BenchmarkStartToHealthz reports ms from exec to the first 200 from
 // /healthz.
 func BenchmarkStartToHealthz(b *testing.B) {
-	d := desk(b)
+	d := deskbin.Path(b)
 	c := &http.Client{Timeout: time.Second}
 	var total time.Duration
 	for b.Loop() {
 		home := b.TempDir()
-		addr := freePort(b)
+		addr := deskbin.FreeAddr(b)
 		cmd := exec.Command(d, "serve", "--addr", addr)
 		cmd.Env = append(os.Environ(), "DESK_HOME="+home)
 		start := time.Now()
@@ -100,7 +61,7 @@ func BenchmarkStartToHealthz(b *testing.B) {
 // BenchmarkProcessStart is the reference: exec of the same binary to its
 // exit, doing nothing (desk version).
 func BenchmarkProcessStart(b *testing.B) {
-	d := desk(b)
+	d := deskbin.Path(b)
 	var total time.Duration
 	for b.Loop() {
 		start := time.Now()
