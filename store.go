@@ -19,6 +19,7 @@ type Store interface {
 	RuntimeStore
 	ThreadStore
 	BrowserSessionStore
+	LoginLinkStore
 	RoutineStore
 	DispatchStore
 	WebhookStore

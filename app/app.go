@@ -294,7 +294,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("DESK_ARCHIVE_TZ: %w", err)
 	}
-	a := &App{Config: cfg, Home: home, AdminToken: token, Models: catalog, Blobs: blobStore, LoginLinks: loginlink.New(token, cfg.LoginLinkTTL, cfg.LoginLinkClock)}
+	a := &App{Config: cfg, Home: home, AdminToken: token, Models: catalog, Blobs: blobStore}
 	defer func() {
 		if err != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CloseTimeout)
@@ -306,6 +306,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err := a.openStore(ctx); err != nil {
 		return nil, err
 	}
+	a.LoginLinks = loginlink.New(a.Store, token, cfg.LoginLinkTTL, cfg.LoginLinkClock)
 	// An unreachable bucket or wrong credential fails startup, not the
 	// first upload.
 	if err := a.open(ctx, "blobs "+blobStore.String(), blobStore); err != nil {

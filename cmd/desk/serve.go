@@ -211,8 +211,11 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 				o := cmd.OutOrStdout()
 				fmt.Fprintf(o, "desk is serving the web UI at %s\n", url)
 				if printLink {
-					code, exp := a.LoginLinks.Issue()
-					fmt.Fprintf(o, "sign in (one-time link, until %s): %s\n", exp.Local().Format(time.Kitchen), desk.LoginLinkURL(url, code))
+					if code, exp, err := a.LoginLinks.Issue(ctx); err != nil {
+						log.Warn("cannot issue a login link; run desk login-link for one", desk.LogErr, err)
+					} else {
+						fmt.Fprintf(o, "sign in (one-time link, until %s): %s\n", exp.Local().Format(time.Kitchen), desk.LoginLinkURL(url, code))
+					}
 				}
 				fmt.Fprintf(o, "admin token: %s\n", tokenFrom)
 			})
