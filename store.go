@@ -20,6 +20,7 @@ type Store interface {
 	ThreadStore
 	BrowserSessionStore
 	LoginLinkStore
+	LeaderStore
 	RoutineStore
 	DispatchStore
 	WebhookStore

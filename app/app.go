@@ -39,6 +39,7 @@ import (
 	"github.com/desk-runtime/desk/internal/sse"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/lifecycle"
+	"github.com/desk-runtime/desk/leader"
 	"github.com/desk-runtime/desk/loginlink"
 	"github.com/desk-runtime/desk/mcpserver"
 	"github.com/desk-runtime/desk/models"
@@ -76,6 +77,9 @@ type Config struct {
 	AdminToken        string           // DESK_ADMIN_TOKEN; generated into Home when empty
 	LoginLinkTTL      time.Duration    // how long a login link's code is valid; 0 = loginlink.DefaultTTL
 	LoginLinkClock    func() time.Time // the login links' clock (tests inject one); nil = time.Now
+	// LeaderLease is the leader lease's length (DESK_LEADER_LEASE); 0 =
+	// leader.DefaultTTL. See package leader.
+	LeaderLease time.Duration
 	// BrowserSessionClock is the browser sessions' clock, which decides
 	// their idle and absolute expiry (tests inject one); nil = time.Now.
 	BrowserSessionClock func() time.Time
@@ -211,6 +215,8 @@ type App struct {
 	// browser in as the admin (printed by desk serve, asked for by desk
 	// login-link); they live only in this process's memory.
 	LoginLinks *loginlink.Codes
+	// Leader elects the node that runs the schedules (package leader).
+	Leader *leader.Elector
 	// BrowserSessions are the web UI's sign-ins, kept in the store; the
 	// browser's cookie holds a session's id, never a token.
 	BrowserSessions desk.BrowserSessionService
@@ -418,8 +424,11 @@ func (a *App) buildServices() {
 	// Dispatches ask through the lifecycle's ask; the agent's ask tool
 	// and POST /v1/ask record them. Their loop opens with the background
 	// components.
+	// One node of the database leads: the routine scheduler and the
+	// dispatch follow-ups run there only (opened with them).
+	a.Leader = leader.New(store, leader.Options{TTL: cfg.LeaderLease, Holder: a.Exec.OwnerID(), Logger: a.Logger.With("component", "leader")})
 	a.Dispatches = dispatch.New(store, dispatch.Options{Asker: a.Lifecycle, Sessions: a.Sessions,
-		Projection: filepath.Join(home.Root, "state", "agent-conversations.jsonl"), Logger: a.Logger.With("component", "dispatch")})
+		Projection: filepath.Join(home.Root, "state", "agent-conversations.jsonl"), Logger: a.Logger.With("component", "dispatch"), Leader: a.Leader})
 	to := cfg.Templates
 	to.Logger = a.Logger.With("component", "template")
 	a.Templates = template.New(store, home, a.Workspaces, a.Lifecycle, to)
@@ -581,6 +590,10 @@ func (a *App) openBackground(ctx context.Context) error {
 	// after it and stop before it.
 	ro := a.Config.Routine
 	ro.Submitter, ro.Sessions, ro.Archive, ro.Logger = a.Exec, a.Sessions, a.Archive, a.Logger.With("component", "routine")
+	ro.Leader = a.Leader
+	if err := a.open(ctx, "leader election", a.Leader); err != nil {
+		return err
+	}
 	a.Routines = routine.New(store, ro)
 	if err := a.open(ctx, "routines", a.Routines); err != nil {
 		return err

@@ -97,10 +97,11 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 					*lim.v = n
 				}
 			}
+			var leaderLease time.Duration
 			for _, lim := range []struct {
 				v       *time.Duration
 				env, eg string
-			}{{&bodyIdle, "DESK_BODY_IDLE_TIMEOUT", "30s"}, {&bodyTotal, "DESK_BODY_TIMEOUT", "2m"}} {
+			}{{&bodyIdle, "DESK_BODY_IDLE_TIMEOUT", "30s"}, {&bodyTotal, "DESK_BODY_TIMEOUT", "2m"}, {&leaderLease, "DESK_LEADER_LEASE", "15s"}} {
 				if *lim.v != 0 {
 					continue
 				}
@@ -167,6 +168,7 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 				MCPSessionsPerToken: int(min(mcpSessions, 1<<20)),
 				Execution:           eo,
 				Webhook:             hooks,
+				LeaderLease:         leaderLease,
 			})
 			if err != nil {
 				return err

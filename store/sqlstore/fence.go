@@ -24,6 +24,9 @@ import (
 // checkFence refuses the transaction of ctx's fenced write when its fence
 // no longer holds.
 func (s *DB) checkFence(ctx context.Context, tx *sql.Tx) error {
+	if err := s.checkLeaderFence(ctx, tx); err != nil { // leader.go
+		return err
+	}
 	f, ok := desk.FenceFrom(ctx)
 	if !ok {
 		return nil
