@@ -80,6 +80,10 @@ type Config struct {
 	// LeaderLease is the leader lease's length (DESK_LEADER_LEASE); 0 =
 	// leader.DefaultTTL. See package leader.
 	LeaderLease time.Duration
+	// DrainTimeout is how long Serve, once told to stop, lets running
+	// executions finish before it returns (and Close interrupts what
+	// still runs); 0 drains nothing. DESK_DRAIN_TIMEOUT, 30s in desk serve.
+	DrainTimeout time.Duration
 	// BrowserSessionClock is the browser sessions' clock, which decides
 	// their idle and absolute expiry (tests inject one); nil = time.Now.
 	BrowserSessionClock func() time.Time
@@ -722,6 +726,7 @@ func (a *App) Serve(ctx context.Context, addr string, grace time.Duration, ready
 		return err
 	case <-ctx.Done():
 	}
+	a.drain()
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -731,6 +736,24 @@ func (a *App) Serve(ctx context.Context, addr string, grace time.Duration, ready
 		return err
 	}
 	return nil
+}
+
+// drain lets running executions finish, up to Config.DrainTimeout, while
+// the server still answers (a turn's stream goes on to its end); this
+// node claims nothing more meanwhile, so queued work goes to its peers.
+func (a *App) drain() {
+	if a.Config.DrainTimeout <= 0 || a.Exec == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.Config.DrainTimeout)
+	defer cancel()
+	start := time.Now()
+	a.Logger.Info("draining: claiming no more work, letting running turns finish", "timeout", a.Config.DrainTimeout)
+	if n, err := a.Exec.Drain(ctx); err != nil {
+		a.Logger.Warn("drain timed out: interrupting the turns still running", "running", n, "took", time.Since(start))
+		return
+	}
+	a.Logger.Info("drained", "took", time.Since(start))
 }
 
 // Listener wraps ln with the per-address connection cap

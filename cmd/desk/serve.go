@@ -98,11 +98,12 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 				}
 			}
 			var leaderLease time.Duration
+			drain := 30 * time.Second
 			for _, lim := range []struct {
 				v       *time.Duration
 				env, eg string
-			}{{&bodyIdle, "DESK_BODY_IDLE_TIMEOUT", "30s"}, {&bodyTotal, "DESK_BODY_TIMEOUT", "2m"}, {&leaderLease, "DESK_LEADER_LEASE", "15s"}} {
-				if *lim.v != 0 {
+			}{{&bodyIdle, "DESK_BODY_IDLE_TIMEOUT", "30s"}, {&bodyTotal, "DESK_BODY_TIMEOUT", "2m"}, {&leaderLease, "DESK_LEADER_LEASE", "15s"}, {&drain, "DESK_DRAIN_TIMEOUT", "30s"}} {
+				if *lim.v != 0 && lim.v != &drain {
 					continue
 				}
 				if v := os.Getenv(lim.env); v != "" {
@@ -169,6 +170,7 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 				Execution:           eo,
 				Webhook:             hooks,
 				LeaderLease:         leaderLease,
+				DrainTimeout:        drain,
 			})
 			if err != nil {
 				return err
