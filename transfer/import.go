@@ -27,10 +27,10 @@ import (
 
 	"github.com/desk-runtime/desk"
 	"github.com/desk-runtime/desk/atomicfile"
-	"github.com/desk-runtime/desk/internal/hostid"
 	"github.com/desk-runtime/desk/checkout"
 	"github.com/desk-runtime/desk/fsjail"
 	"github.com/desk-runtime/desk/internal/diskerr"
+	"github.com/desk-runtime/desk/internal/hostid"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/workspace"
 )
