@@ -94,7 +94,9 @@ func TestLeaderFailover(t *testing.T) {
 			b.cmd.Process.Signal(syscall.SIGCONT)
 		}
 	}()
-	testwait.Until(t, 3*leaderLease, func() bool { return elections(c) == 1 }, "c to take over from the frozen leader")
+	// Within the lease, or the idle-transaction timeout (5s) when b froze
+	// inside a fenced transaction, plus start-up on a loaded machine.
+	testwait.Until(t, 30*time.Second, func() bool { return elections(c) == 1 }, "c to take over from the frozen leader")
 	fired := len(routineRuns(t, c, ws.ID, rtn.ID))
 	if !testwait.Poll(15*time.Second, func() bool { return len(routineRuns(t, c, ws.ID, rtn.ID)) >= fired+2 }) {
 		t.Fatalf("the routine did not fire on c; c's log:\n%s", c.Log())
