@@ -155,7 +155,7 @@ func (s *Service) claim(surfaceID string) (*desk.QueueItem, *desk.Execution) {
 	}
 	// A slot is taken before the claim, so concurrent claims on several
 	// surfaces cannot together pass the cap; run gives it back.
-	if s.slots.Add(1) > int64(s.opts.MaxExecutions) {
+	if s.slots.Add(1) > int64(s.opts.MaxExecutions) && s.opts.MaxExecutions > 0 {
 		s.slots.Add(-1)
 		return nil, nil
 	}

@@ -76,7 +76,9 @@ type Options struct {
 	// EventRetention is how long events stay resumable (24h).
 	EventRetention time.Duration
 	// MaxExecutions caps the executions this process claims and runs at
-	// once (DefaultMaxExecutions; DESK_MAX_EXECUTIONS). A queued row
+	// once (0: no cap; desk serve sets DESK_MAX_EXECUTIONS, default
+	// DefaultMaxExecutions). A turn waiting on a person holds its slot
+	// while it waits. A queued row
 	// beyond it stays queued for any process with room (this one when a
 	// slot frees, at its next poll). Executions adopted from a dead
 	// process are resumed whatever the count.
@@ -84,7 +86,8 @@ type Options struct {
 	Now           func() time.Time
 }
 
-// DefaultMaxExecutions is Options.MaxExecutions when none is given.
+// DefaultMaxExecutions is desk serve's cap when DESK_MAX_EXECUTIONS is
+// unset.
 const DefaultMaxExecutions = 32
 
 func (o *Options) defaults() {
@@ -104,9 +107,6 @@ func (o *Options) defaults() {
 	def(&o.EventRetention, 24*time.Hour)
 	if o.FaultThreshold == 0 {
 		o.FaultThreshold = 3
-	}
-	if o.MaxExecutions <= 0 {
-		o.MaxExecutions = DefaultMaxExecutions
 	}
 	if o.Door == "" {
 		o.Door = "http"

@@ -229,8 +229,12 @@ func (e *Elector) Close(ctx context.Context) error {
 			e.stepDownLocked("closing")
 		}
 		e.mu.Unlock()
+		// Giving the lease back only spares a peer the wait for it to
+		// expire: a failure (the store already closed) is no error.
 		if term != 0 {
-			e.closeErr = e.store.ResignLeadership(ctx, Name, e.holder, term)
+			if err := e.store.ResignLeadership(ctx, Name, e.holder, term); err != nil {
+				e.log.Warn("leader: cannot give the lease back; a peer takes it when it expires", desk.LogErr, err)
+			}
 		}
 	})
 	return e.closeErr

@@ -30,6 +30,7 @@ func executionOptions() (execution.Options, error) {
 		}
 		*v.d = d
 	}
+	o.MaxExecutions = execution.DefaultMaxExecutions
 	if s := os.Getenv("DESK_MAX_EXECUTIONS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n <= 0 {
