@@ -19,6 +19,8 @@ type Store interface {
 	RuntimeStore
 	ThreadStore
 	BrowserSessionStore
+	LoginLinkStore
+	LeaderStore
 	RoutineStore
 	DispatchStore
 	WebhookStore

@@ -38,6 +38,7 @@ import (
 	"github.com/desk-runtime/desk/internal/httpdoor"
 	"github.com/desk-runtime/desk/internal/sse"
 	"github.com/desk-runtime/desk/layout"
+	"github.com/desk-runtime/desk/leader"
 	"github.com/desk-runtime/desk/lifecycle"
 	"github.com/desk-runtime/desk/loginlink"
 	"github.com/desk-runtime/desk/mcpserver"
@@ -76,6 +77,13 @@ type Config struct {
 	AdminToken        string           // DESK_ADMIN_TOKEN; generated into Home when empty
 	LoginLinkTTL      time.Duration    // how long a login link's code is valid; 0 = loginlink.DefaultTTL
 	LoginLinkClock    func() time.Time // the login links' clock (tests inject one); nil = time.Now
+	// LeaderLease is the leader lease's length (DESK_LEADER_LEASE); 0 =
+	// leader.DefaultTTL. See package leader.
+	LeaderLease time.Duration
+	// DrainTimeout is how long Serve, once told to stop, lets running
+	// executions finish before it returns (and Close interrupts what
+	// still runs); 0 drains nothing. DESK_DRAIN_TIMEOUT, 30s in desk serve.
+	DrainTimeout time.Duration
 	// BrowserSessionClock is the browser sessions' clock, which decides
 	// their idle and absolute expiry (tests inject one); nil = time.Now.
 	BrowserSessionClock func() time.Time
@@ -211,6 +219,8 @@ type App struct {
 	// browser in as the admin (printed by desk serve, asked for by desk
 	// login-link); they live only in this process's memory.
 	LoginLinks *loginlink.Codes
+	// Leader elects the node that runs the schedules (package leader).
+	Leader *leader.Elector
 	// BrowserSessions are the web UI's sign-ins, kept in the store; the
 	// browser's cookie holds a session's id, never a token.
 	BrowserSessions desk.BrowserSessionService
@@ -294,7 +304,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("DESK_ARCHIVE_TZ: %w", err)
 	}
-	a := &App{Config: cfg, Home: home, AdminToken: token, Models: catalog, Blobs: blobStore, LoginLinks: loginlink.New(token, cfg.LoginLinkTTL, cfg.LoginLinkClock)}
+	a := &App{Config: cfg, Home: home, AdminToken: token, Models: catalog, Blobs: blobStore}
 	defer func() {
 		if err != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CloseTimeout)
@@ -306,6 +316,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err := a.openStore(ctx); err != nil {
 		return nil, err
 	}
+	a.LoginLinks = loginlink.New(a.Store, token, cfg.LoginLinkTTL, cfg.LoginLinkClock)
 	// An unreachable bucket or wrong credential fails startup, not the
 	// first upload.
 	if err := a.open(ctx, "blobs "+blobStore.String(), blobStore); err != nil {
@@ -417,8 +428,11 @@ func (a *App) buildServices() {
 	// Dispatches ask through the lifecycle's ask; the agent's ask tool
 	// and POST /v1/ask record them. Their loop opens with the background
 	// components.
+	// One node of the database leads: the routine scheduler and the
+	// dispatch follow-ups run there only (opened with them).
+	a.Leader = leader.New(store, leader.Options{TTL: cfg.LeaderLease, Holder: a.Exec.OwnerID(), Logger: a.Logger.With("component", "leader")})
 	a.Dispatches = dispatch.New(store, dispatch.Options{Asker: a.Lifecycle, Sessions: a.Sessions,
-		Projection: filepath.Join(home.Root, "state", "agent-conversations.jsonl"), Logger: a.Logger.With("component", "dispatch")})
+		Projection: filepath.Join(home.Root, "state", "agent-conversations.jsonl"), Logger: a.Logger.With("component", "dispatch"), Leader: a.Leader})
 	to := cfg.Templates
 	to.Logger = a.Logger.With("component", "template")
 	a.Templates = template.New(store, home, a.Workspaces, a.Lifecycle, to)
@@ -580,6 +594,10 @@ func (a *App) openBackground(ctx context.Context) error {
 	// after it and stop before it.
 	ro := a.Config.Routine
 	ro.Submitter, ro.Sessions, ro.Archive, ro.Logger = a.Exec, a.Sessions, a.Archive, a.Logger.With("component", "routine")
+	ro.Leader = a.Leader
+	if err := a.open(ctx, "leader election", a.Leader); err != nil {
+		return err
+	}
 	a.Routines = routine.New(store, ro)
 	if err := a.open(ctx, "routines", a.Routines); err != nil {
 		return err
@@ -708,6 +726,7 @@ func (a *App) Serve(ctx context.Context, addr string, grace time.Duration, ready
 		return err
 	case <-ctx.Done():
 	}
+	a.drain()
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -717,6 +736,24 @@ func (a *App) Serve(ctx context.Context, addr string, grace time.Duration, ready
 		return err
 	}
 	return nil
+}
+
+// drain lets running executions finish, up to Config.DrainTimeout, while
+// the server still answers (a turn's stream goes on to its end); this
+// node claims nothing more meanwhile, so queued work goes to its peers.
+func (a *App) drain() {
+	if a.Config.DrainTimeout <= 0 || a.Exec == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.Config.DrainTimeout)
+	defer cancel()
+	start := time.Now()
+	a.Logger.Info("draining: claiming no more work, letting running turns finish", "timeout", a.Config.DrainTimeout)
+	if n, err := a.Exec.Drain(ctx); err != nil {
+		a.Logger.Warn("drain timed out: interrupting the turns still running", "running", n, "took", time.Since(start))
+		return
+	}
+	a.Logger.Info("drained", "took", time.Since(start))
 }
 
 // Listener wraps ln with the per-address connection cap

@@ -57,6 +57,9 @@ type Options struct {
 	// Manual starts no loop (tests call Tick).
 	Interval time.Duration
 	Manual   bool
+	// Leader, when set, follows dispatches only on the node that leads,
+	// its writes fenced by the leader's term (nil: on every node).
+	Leader desk.Leadership
 }
 
 // Bounds.
@@ -91,11 +94,11 @@ func New(st Store, o Options) *Service {
 // Open starts the loop that follows open dispatches.
 func (s *Service) Open(ctx context.Context) error {
 	if !s.opts.Manual {
-		s.loop.Start(ctx, s.opts.Interval, func(ctx context.Context) {
+		s.loop.Start(ctx, s.opts.Interval, tickloop.Led(s.opts.Leader, func(ctx context.Context) {
 			if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
 				s.log.Error("dispatch tick", desk.LogErr, err)
 			}
-		})
+		}))
 	}
 	return nil
 }

@@ -149,12 +149,25 @@ func (s *Service) claim(surfaceID string) (*desk.QueueItem, *desk.Execution) {
 		// dead at any moment: it starts nothing (watchdog.go).
 		return nil, nil
 	}
+	if s.draining.Load() {
+		// Stopping: the row stays queued for another process.
+		return nil, nil
+	}
+	// A slot is taken before the claim, so concurrent claims on several
+	// surfaces cannot together pass the cap; run gives it back.
+	if s.slots.Add(1) > int64(s.opts.MaxExecutions) && s.opts.MaxExecutions > 0 {
+		s.slots.Add(-1)
+		return nil, nil
+	}
 	now := s.opts.Now()
 	item, exe, err := s.store.Claim(s.ctx, desk.ClaimRequest{
 		SurfaceID: surfaceID, Owner: s.owner.ID, ExecutionID: desk.NewID(desk.PrefixExecution),
 		Now: now, LeaseUntil: now.Add(s.opts.LeaseTTL), TakeoverIdle: s.opts.TakeoverIdle,
 		OwnerStaleBefore: now.Add(-s.opts.OwnerTTL),
 	})
+	if err != nil || item == nil {
+		s.slots.Add(-1)
+	}
 	if err != nil {
 		// A surface that vanished (its session was deleted) is no journal
 		// failure; a database that cannot be written is.
@@ -186,6 +199,9 @@ func (s *Service) run(item *desk.QueueItem, exe *desk.Execution, resumed bool) {
 	s.mu.Lock()
 	s.active[exe.ID] = r
 	s.mu.Unlock()
+	if !resumed {
+		defer s.slots.Add(-1) // taken by claim
+	}
 	defer func() {
 		s.mu.Lock()
 		delete(s.active, exe.ID)

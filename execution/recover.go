@@ -241,8 +241,11 @@ func (s *Service) loop() {
 		// Heartbeats have their own goroutine (watchdog.go): a slow
 		// recovery or dispatch must not make this process miss them.
 		s.noticeRemoteStops(ctx)
-		if err := s.recover(ctx); err != nil && ctx.Err() == nil {
-			s.log.Error("recover executions", desk.LogErr, err)
+		// A draining process adopts nothing: a peer will.
+		if !s.draining.Load() {
+			if err := s.recover(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("recover executions", desk.LogErr, err)
+			}
 		}
 		s.startResumed()
 		s.dispatchQueued(ctx)

@@ -75,8 +75,20 @@ type Options struct {
 	AttachTTL time.Duration
 	// EventRetention is how long events stay resumable (24h).
 	EventRetention time.Duration
-	Now            func() time.Time
+	// MaxExecutions caps the executions this process claims and runs at
+	// once (0: no cap; desk serve sets DESK_MAX_EXECUTIONS, default
+	// DefaultMaxExecutions). A turn waiting on a person holds its slot
+	// while it waits. A queued row
+	// beyond it stays queued for any process with room (this one when a
+	// slot frees, at its next poll). Executions adopted from a dead
+	// process are resumed whatever the count.
+	MaxExecutions int
+	Now           func() time.Time
 }
+
+// DefaultMaxExecutions is desk serve's cap when DESK_MAX_EXECUTIONS is
+// unset.
+const DefaultMaxExecutions = 32
 
 func (o *Options) defaults() {
 	def := func(d *time.Duration, v time.Duration) {
@@ -122,7 +134,9 @@ type Service struct {
 	ctx        context.Context
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
-	dispatchOn atomic.Bool // Open let dispatch begin (and Close has not stopped it)
+	dispatchOn atomic.Bool  // Open let dispatch begin (and Close has not stopped it)
+	draining   atomic.Bool  // Drain began: claim and adopt nothing more
+	slots      atomic.Int64 // claims in progress and claimed executions running (MaxExecutions)
 
 	closeMu  sync.Mutex
 	closing  bool
@@ -303,6 +317,32 @@ func (s *Service) Close(ctx context.Context) error {
 	s.stopped = true
 	s.closeErr = s.store.StopOwner(context.WithoutCancel(ctx), s.owner.ID, s.opts.Now())
 	return s.closeErr
+}
+
+// Drain is the first half of a graceful stop (SIGTERM): this process
+// claims no more queued work and adopts no dead process's executions, so
+// queued rows wait in the store for any other process; the executions it
+// runs go on to their end. Drain returns once none runs, or when ctx
+// ends, with how many still run; Close then interrupts those.
+func (s *Service) Drain(ctx context.Context) (running int, err error) {
+	s.draining.Store(true)
+	// Polled: a turn's end is rare next to this pace, and the wait is
+	// once per process lifetime.
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		n := len(s.active) + len(s.resumes)
+		s.mu.Unlock()
+		if n == 0 {
+			return 0, nil
+		}
+		select {
+		case <-ctx.Done():
+			return n, ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // OwnerID is this process's owner id.

@@ -214,7 +214,10 @@ func (s *Server) createLoginLink(w http.ResponseWriter, r *http.Request) error {
 	if s.LoginLinks == nil {
 		return desk.Errorf(desk.EUNAVAILABLE, "this server issues no login links")
 	}
-	code, exp := s.LoginLinks.Issue()
+	code, exp, err := s.LoginLinks.Issue(r.Context())
+	if err != nil {
+		return err
+	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"

@@ -184,7 +184,7 @@ func adminRoutes() []route {
 	return []route{
 		{Method: "POST", Path: "/v1/admin/storage-pressure", Tag: "admin", Summary: "Reclaim unowned space (scratch, abandoned temporary files, unreachable items). Never deletes an artifact.",
 			Body: "PressureRequest", Resp: "ReclaimReport", Status: 200, handle: (*Server).storagePressure},
-		{Method: "POST", Path: "/v1/admin/login-links", Tag: "admin", Summary: "Issue a one-time login link for the web UI (admin): visiting it before it expires signs a browser in as the admin, once. The code lives only in the server's memory.",
+		{Method: "POST", Path: "/v1/admin/login-links", Tag: "admin", Summary: "Issue a one-time login link for the web UI (admin): visiting it before it expires signs a browser in as the admin, once. Only the code's hash is kept, in the database, so any node of that database exchanges the link.",
 			Resp: "LoginLink", Status: 201, handle: (*Server).createLoginLink},
 		{Method: "DELETE", Path: "/v1/browser-sessions", Tag: "admin", Summary: "Sign browsers out of the web UI: end every browser session (admin token) or every one of the caller's actor (actor token), at once and in every browser that holds one.",
 			Resp: "BrowserSessionsRevoked", Status: 200, handle: (*Server).revokeBrowserSessions},

@@ -34,7 +34,7 @@ type Reclaimer interface {
 // LoginLinks issues the one-time codes of login links (see package
 // loginlink).
 type LoginLinks interface {
-	Issue() (code string, expires time.Time)
+	Issue(ctx context.Context) (code string, expires time.Time, err error)
 }
 
 // Server serves the HTTP API over the services it is given.

@@ -3,20 +3,26 @@
 // a browser exchanges for the web UI's session cookie without the token
 // ever travelling in a URL.
 //
-// A code is random (256 bits), short-lived, single-use and held only in
-// this process's memory, so a restart forgets every code. At most MaxLive
-// codes are live at once; issuing one more drops the oldest. Codes are
-// compared in constant time against every live code, so neither a map
-// lookup nor an early exit says how close a guess was.
+// A code is random (256 bits), short-lived and single-use. Codes live in
+// the database (desk.LoginLinkStore), so a link issued by one node is
+// exchanged on any node of the same database, exactly once: the store
+// deletes the code in the statement that redeems it. Only the code's
+// SHA-256 is stored, looked up by that hash, so a lookup's timing says
+// nothing about how close a guess was. At most MaxLive codes are live at
+// once; issuing one more drops the oldest.
 package loginlink
 
 import (
+	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base32"
+	"encoding/hex"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/desk-runtime/desk"
 )
 
 // Prefix starts every code, so the app log's redactor recognizes a code
@@ -31,80 +37,63 @@ const MaxLive = 16
 
 var encoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 
-type entry struct {
-	code    []byte
-	expires time.Time
-}
-
 // Codes issues and redeems the codes that sign a browser in with one
 // token. It is safe for concurrent use.
 type Codes struct {
-	token string
-	ttl   time.Duration
-	now   func() time.Time
-
-	mu   sync.Mutex
-	live []entry // oldest first
+	store     desk.LoginLinkStore
+	token     string
+	tokenHash string
+	ttl       time.Duration
+	now       func() time.Time
 }
 
-// New returns Codes that sign in with token, each valid for ttl (0 means
-// DefaultTTL); now is the clock (nil means time.Now).
-func New(token string, ttl time.Duration, now func() time.Time) *Codes {
+// New returns Codes kept in store that sign in with token, each valid for
+// ttl (0 means DefaultTTL); now is the clock (nil means time.Now).
+func New(store desk.LoginLinkStore, token string, ttl time.Duration, now func() time.Time) *Codes {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Codes{token: token, ttl: ttl, now: now}
+	return &Codes{store: store, token: token, tokenHash: hash(token), ttl: ttl, now: now}
+}
+
+func hash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }
 
 // Issue makes a fresh code and says when it expires.
-func (c *Codes) Issue() (code string, expires time.Time) {
+func (c *Codes) Issue(ctx context.Context) (code string, expires time.Time, err error) {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
 	code = Prefix + strings.ToLower(encoding.EncodeToString(b))
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	now := c.now()
-	c.prune(now)
-	if len(c.live) >= MaxLive {
-		c.live = append(c.live[:0], c.live[len(c.live)-MaxLive+1:]...)
-	}
 	expires = now.Add(c.ttl)
-	c.live = append(c.live, entry{code: []byte(code), expires: expires})
-	return code, expires
+	if err := c.store.CreateLoginLink(ctx, hash(code), c.tokenHash, now, expires, MaxLive); err != nil {
+		return "", time.Time{}, err
+	}
+	return code, expires, nil
 }
 
 // Redeem consumes code and returns the token it signs in with. A code
-// that was used, has expired or was never issued answers ok false.
-func (c *Codes) Redeem(code string) (token string, ok bool) {
-	got := []byte(code)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.prune(c.now())
-	found := -1
-	for i, e := range c.live {
-		// Every live code is compared, whatever matched before.
-		if subtle.ConstantTimeCompare(got, e.code) == 1 {
-			found = i
-		}
+// that was used, has expired or was never issued answers ok false, and so
+// does one issued for another token (a node configured with a different
+// admin token than the node that issued the link); err is a store failure.
+func (c *Codes) Redeem(ctx context.Context, code string) (token string, ok bool, err error) {
+	if !strings.HasPrefix(code, Prefix) {
+		return "", false, nil
 	}
-	if found < 0 {
-		return "", false
+	th, err := c.store.RedeemLoginLink(ctx, hash(code), c.now())
+	if desk.ErrorCode(err) == desk.ENOTFOUND {
+		return "", false, nil
 	}
-	c.live = append(c.live[:found], c.live[found+1:]...)
-	return c.token, true
-}
-
-// prune drops expired codes; the caller holds mu.
-func (c *Codes) prune(now time.Time) {
-	keep := c.live[:0]
-	for _, e := range c.live {
-		if now.Before(e.expires) {
-			keep = append(keep, e)
-		}
+	if err != nil {
+		return "", false, err
 	}
-	clear(c.live[len(keep):])
-	c.live = keep
+	if subtle.ConstantTimeCompare([]byte(th), []byte(c.tokenHash)) != 1 {
+		return "", false, nil
+	}
+	return c.token, true, nil
 }

@@ -55,6 +55,9 @@ type Options struct {
 	Interval time.Duration
 	// Manual starts no scheduler loop (tests call Tick).
 	Manual bool
+	// Leader, when set, runs the scheduler only on the node that leads,
+	// its writes fenced by the leader's term (nil: on every node).
+	Leader desk.Leadership
 }
 
 // Channel is the archive channel of routine records and of the
@@ -94,11 +97,11 @@ func New(store Store, o Options) *Service {
 // Tick).
 func (s *Service) Open(ctx context.Context) error {
 	if !s.opts.Manual {
-		s.loop.Start(ctx, s.opts.Interval, func(ctx context.Context) {
+		s.loop.Start(ctx, s.opts.Interval, tickloop.Led(s.opts.Leader, func(ctx context.Context) {
 			if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
 				s.log.Error("routine tick", desk.LogErr, err)
 			}
-		})
+		}))
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/desk-runtime/desk/checkout"
 	"github.com/desk-runtime/desk/fsjail"
 	"github.com/desk-runtime/desk/internal/diskerr"
+	"github.com/desk-runtime/desk/internal/hostid"
 	"github.com/desk-runtime/desk/layout"
 	"github.com/desk-runtime/desk/workspace"
 )
@@ -697,10 +698,13 @@ type markerInfo struct {
 	At   time.Time `json:"at"`
 }
 
-func hostname() string {
-	h, _ := os.Hostname()
-	return h
-}
+// hostname names this process space in a pending import's marker:
+// hostname, boot and PID namespace (hostid), so that a marker's pid is
+// judged dead only by a process that can see it. Two desks with one
+// hostname in separate PID namespaces (containers sharing a home) each
+// see the other's pid as gone; with the namespace in the name, each
+// leaves the other's import alone until it is a day old.
+func hostname() string { return hostid.Identity() }
 
 func syncDir(dir string) {
 	if d, err := os.Open(dir); err == nil {

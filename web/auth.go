@@ -183,7 +183,12 @@ func (s *Server) loginLink(w http.ResponseWriter, r *http.Request) {
 	var tok string
 	ok := s.d.LoginLinks != nil
 	if ok {
-		tok, ok = s.d.LoginLinks.Redeem(r.URL.Query().Get("code"))
+		var err error
+		tok, ok, err = s.d.LoginLinks.Redeem(r.Context(), r.URL.Query().Get("code"))
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
 	}
 	if !ok {
 		s.d.AuthLog.Note(r, "web login link", desk.Errorf(desk.EUNAUTHORIZED, "login link used, expired or unknown"))

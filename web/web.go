@@ -92,7 +92,7 @@ type Deps struct {
 // LoginLinks redeems a login link's one-time code for the token a
 // browser session is started with (see package loginlink).
 type LoginLinks interface {
-	Redeem(code string) (token string, ok bool)
+	Redeem(ctx context.Context, code string) (token string, ok bool, err error)
 }
 
 // Server is the web UI.

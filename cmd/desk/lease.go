@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/desk-runtime/desk/execution"
@@ -28,6 +29,14 @@ func executionOptions() (execution.Options, error) {
 			return o, fmt.Errorf("%s=%q must be a positive duration such as %s", v.env, s, v.eg)
 		}
 		*v.d = d
+	}
+	o.MaxExecutions = execution.DefaultMaxExecutions
+	if s := os.Getenv("DESK_MAX_EXECUTIONS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			return o, fmt.Errorf("DESK_MAX_EXECUTIONS=%q must be a positive integer such as %d", s, execution.DefaultMaxExecutions)
+		}
+		o.MaxExecutions = n
 	}
 	return o, nil
 }

@@ -97,11 +97,13 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 					*lim.v = n
 				}
 			}
+			var leaderLease time.Duration
+			drain := 30 * time.Second
 			for _, lim := range []struct {
 				v       *time.Duration
 				env, eg string
-			}{{&bodyIdle, "DESK_BODY_IDLE_TIMEOUT", "30s"}, {&bodyTotal, "DESK_BODY_TIMEOUT", "2m"}} {
-				if *lim.v != 0 {
+			}{{&bodyIdle, "DESK_BODY_IDLE_TIMEOUT", "30s"}, {&bodyTotal, "DESK_BODY_TIMEOUT", "2m"}, {&leaderLease, "DESK_LEADER_LEASE", "15s"}, {&drain, "DESK_DRAIN_TIMEOUT", "30s"}} {
+				if *lim.v != 0 && lim.v != &drain {
 					continue
 				}
 				if v := os.Getenv(lim.env); v != "" {
@@ -167,6 +169,8 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 				MCPSessionsPerToken: int(min(mcpSessions, 1<<20)),
 				Execution:           eo,
 				Webhook:             hooks,
+				LeaderLease:         leaderLease,
+				DrainTimeout:        drain,
 			})
 			if err != nil {
 				return err
@@ -211,8 +215,11 @@ of execute_typescript (default: tsc on PATH; npm i -g typescript@7).`,
 				o := cmd.OutOrStdout()
 				fmt.Fprintf(o, "desk is serving the web UI at %s\n", url)
 				if printLink {
-					code, exp := a.LoginLinks.Issue()
-					fmt.Fprintf(o, "sign in (one-time link, until %s): %s\n", exp.Local().Format(time.Kitchen), desk.LoginLinkURL(url, code))
+					if code, exp, err := a.LoginLinks.Issue(ctx); err != nil {
+						log.Warn("cannot issue a login link; run desk login-link for one", desk.LogErr, err)
+					} else {
+						fmt.Fprintf(o, "sign in (one-time link, until %s): %s\n", exp.Local().Format(time.Kitchen), desk.LoginLinkURL(url, code))
+					}
 				}
 				fmt.Fprintf(o, "admin token: %s\n", tokenFrom)
 			})

@@ -7,6 +7,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/desk-runtime/desk"
 )
 
 // Loop is one background loop. The zero value is ready to Start.
@@ -63,5 +65,22 @@ func (l *Loop) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// Led wraps tick so that it runs only on the node that leads (l nil: on
+// every node), on the leader's context: the tick ends when leadership
+// does, and its transactional writes are fenced by the leader's term.
+func Led(l desk.Leadership, tick func(context.Context)) func(context.Context) {
+	if l == nil {
+		return tick
+	}
+	return func(ctx context.Context) {
+		lctx, release, ok := l.Lead(ctx)
+		if !ok {
+			return
+		}
+		defer release()
+		tick(lctx)
 	}
 }

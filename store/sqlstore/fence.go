@@ -21,10 +21,28 @@ import (
 // nothing, or after it, when the write is part of the history the
 // takeover saw. Nothing is written after an execution's terminal event.
 
+// fencedIdleTimeout bounds how long a fenced transaction may sit idle
+// on Postgres: well under the leases (DESK_OWNER_TTL, DESK_LEADER_LEASE,
+// 15 s each by default), far over any pause between its statements.
+const fencedIdleTimeout = "5s"
+
 // checkFence refuses the transaction of ctx's fenced write when its fence
 // no longer holds.
 func (s *DB) checkFence(ctx context.Context, tx *sql.Tx) error {
+	_, leading := desk.LeaderFenceFrom(ctx)
 	f, ok := desk.FenceFrom(ctx)
+	if (leading || ok) && s.d.ForShare != "" {
+		// A fenced transaction locks the row a takeover must write. Were
+		// its process frozen (SIGSTOP, a VM pause) in the middle of it,
+		// the lock would stop every takeover until it woke: Postgres
+		// ends the transaction instead once it sat idle this long.
+		if _, err := s.exec(ctx, tx, `SET LOCAL idle_in_transaction_session_timeout = '`+fencedIdleTimeout+`'`); err != nil {
+			return err
+		}
+	}
+	if err := s.checkLeaderFence(ctx, tx); err != nil { // leader.go
+		return err
+	}
 	if !ok {
 		return nil
 	}

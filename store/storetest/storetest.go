@@ -54,6 +54,8 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Runtimes", func(t *testing.T) { testRuntimes(t, open(t)) })
 	t.Run("Threads", func(t *testing.T) { testThreads(t, open(t)) })
 	t.Run("BrowserSessions", func(t *testing.T) { testBrowserSessions(t, open(t)) })
+	t.Run("LoginLinks", func(t *testing.T) { testLoginLinks(t, open(t)) })
+	t.Run("Leader", func(t *testing.T) { testLeader(t, open(t)) })
 }
 
 var ctx = context.Background()

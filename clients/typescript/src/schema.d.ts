@@ -133,7 +133,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Issue a one-time login link for the web UI (admin): visiting it before it expires signs a browser in as the admin, once. The code lives only in the server's memory. */
+        /** Issue a one-time login link for the web UI (admin): visiting it before it expires signs a browser in as the admin, once. Only the code's hash is kept, in the database, so any node of that database exchanges the link. */
         post: operations["post_admin_login_links"];
         delete?: never;
         options?: never;
