@@ -231,7 +231,7 @@ func (s *DB) ListDeletingSessions(ctx context.Context) ([]*desk.Session, error) 
 	return collect(rows, scanSession)
 }
 
-// snapshotJSON is a session's profile snapshot as stored ('' for none).
+// snapshotJSON is a session's profile snapshot as stored (” for none).
 func snapshotJSON(p *desk.ProfileSpec) string {
 	if p == nil {
 		return ""
