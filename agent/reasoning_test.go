@@ -123,3 +123,90 @@ func TestReasoningEffortRefusedForPlainModel(t *testing.T) {
 		t.Fatalf("a refused session was made: %d sessions", len(list.Sessions))
 	}
 }
+
+// Two profiles — desk's agent on a reasoning model, and a registered
+// runtime — each start a session; PATCH switches the desk session's model
+// between turns, the strict server sees the next request on the new
+// model, and the transcript has the marker. A profile naming an
+// undeclared model is refused naming the field.
+func TestProfilesAndModelSwitch(t *testing.T) {
+	w := reasoningDesk(t)
+	base := "/v1/workspaces/" + w.ws.ID + "/profiles"
+	r := w.Admin("POST", base, map[string]any{"name": "rogue", "model": "openai-compatible:https://evil.example/v1#m"})
+	if r.Status != 400 || !strings.HasPrefix(r.ErrorMessage(), "model:") {
+		t.Fatalf("an undeclared model: %d %s", r.Status, r.Body)
+	}
+	r = w.Admin("POST", base, map[string]any{"name": "plain", "model": "anthropic:claude-haiku-4-5", "reasoning_effort": "high"})
+	if r.Status != 400 || !strings.Contains(r.ErrorMessage(), "reasoning_effort") {
+		t.Fatalf("effort for a plain model: %d %s", r.Status, r.Body)
+	}
+	r = w.Admin("POST", base, map[string]any{"name": "narrow", "tools": []string{"list_files", "rm_rf"}})
+	if r.Status != 400 || !strings.Contains(r.ErrorMessage(), "tools[1]") {
+		t.Fatalf("an unknown tool: %d %s", r.Status, r.Body)
+	}
+	var thinker, runner desk.Profile
+	w.Must(201, "POST", base, map[string]any{"name": "thinker", "model": "anthropic:claude-sonnet-4-5", "reasoning_effort": "medium",
+		"instructions": "Answer in one line.", "tools": []string{"list_files", "read_file"}}, &thinker)
+	w.Must(201, "POST", "/v1/runtimes", map[string]any{"name": "fake-rt", "protocol": "acp", "argv": []string{"/bin/cat"}}, nil)
+	w.Must(201, "POST", base, map[string]any{"name": "runner", "runtime": "fake-rt"}, &runner)
+	var list desk.ProfileList
+	w.Must(200, "GET", base, nil, &list)
+	var names []string
+	for _, p := range list.Profiles {
+		names = append(names, p.Name)
+	}
+	if strings.Join(names, ",") != "default,runner,thinker" {
+		t.Fatalf("profiles %v", names)
+	}
+
+	var rs desk.Session
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]string{"profile": "runner"}, &rs)
+	if rs.Runtime != "fake-rt" || rs.Profile != "runner" || rs.ProfileSnapshot == nil {
+		t.Fatalf("runtime session %+v", rs)
+	}
+	if r := w.Admin("PATCH", "/v1/sessions/"+rs.ID, map[string]string{"model": "anthropic:claude-haiku-4-5"}); r.Status != 400 {
+		t.Fatalf("a runtime session's model changed: %d %s", r.Status, r.Body)
+	}
+
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/sessions", map[string]string{"profile": "thinker", "title": "profiles"}, &w.ses)
+	if w.ses.Profile != "thinker" || w.ses.ReasoningEffort != "medium" || w.ses.Model != "anthropic:claude-sonnet-4-5" || w.ses.ProfileSnapshot.Instructions != "Answer in one line." {
+		t.Fatalf("profile session %+v", w.ses)
+	}
+	// The profile changes later; the session keeps its snapshot.
+	w.Must(200, "PUT", base+"/thinker", map[string]any{"model": "anthropic:claude-sonnet-4-5", "instructions": "Changed."}, nil)
+	w.srv.Push(strict.Reply{Reasoning: "short", Text: "one"})
+	w.settled(w.send("first"), desk.PhaseEnded)
+	first := w.srv.Accepted()[0].Messages
+	sys := first.System[0].Text
+	if first.Model != "claude-sonnet-4-5" || first.Thinking == nil || first.Thinking.BudgetTokens != 8192 ||
+		!strings.Contains(sys, "Answer in one line.") || strings.Contains(sys, "Changed.") {
+		t.Fatalf("first request: model %s thinking %+v system …%s", first.Model, first.Thinking, sys[max(0, len(sys)-200):])
+	}
+	if got := strings.Join(w.srv.Accepted()[0].ToolNames(), ","); got != "list_files,read_file" {
+		t.Fatalf("tools %s, want the profile's", got)
+	}
+
+	var patched desk.Session
+	w.Must(200, "PATCH", "/v1/sessions/"+w.ses.ID, map[string]string{"model": "anthropic:claude-haiku-4-5"}, &patched)
+	if patched.Model != "anthropic:claude-haiku-4-5" || patched.ReasoningEffort != "" {
+		t.Fatalf("patched %+v: want haiku, no effort (it is not a reasoning model)", patched)
+	}
+	w.srv.Push(strict.Reply{Text: "two"})
+	w.settled(w.send("second"), desk.PhaseEnded)
+	second := w.srv.Accepted()[1].Messages
+	if second.Model != "claude-haiku-4-5" || second.Thinking != nil {
+		t.Fatalf("second request: model %s thinking %+v", second.Model, second.Thinking)
+	}
+	var marker *desk.SessionChange
+	for _, m := range w.messages() {
+		if m.Role == desk.RoleMarker {
+			marker = m.Marker()
+		}
+	}
+	if marker == nil || marker.Model != "anthropic:claude-haiku-4-5" || marker.FromModel != "anthropic:claude-sonnet-4-5" || marker.ReasoningEffort != "default" {
+		t.Fatalf("marker %+v", marker)
+	}
+	if rj := w.srv.Rejected(); len(rj) > 0 {
+		t.Fatalf("refused: %s", w.refusals())
+	}
+}
