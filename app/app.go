@@ -621,7 +621,7 @@ func (a *App) openDoors(ctx context.Context) error {
 	}
 	api.Models = a.Models
 	// The web UI is served at / beside the API.
-	api.Web = web.New(web.Deps{Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Files: a.Files,
+	api.Web = web.New(web.Deps{Workspaces: a.Workspaces, Sessions: a.Sessions, Profiles: a.Sessions, Artifacts: a.Artifacts, Files: a.Files,
 		Exec: a.Exec, Agent: a.Agent, Conversation: a.Conversation, Store: store, Logs: a.Logs, UI: a.UI, Catalog: a.Lifecycle, Streams: a.Streams,
 		Logger: a.Logger.With("component", "web"), Version: cfg.Version, AuthLog: api.AuthLog, LoginLinks: a.LoginLinks,
 		Models: a.Models, BrowserSessions: a.BrowserSessions, Routines: a.Routines, Inbox: a.Inbox})

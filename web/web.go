@@ -67,6 +67,9 @@ type Deps struct {
 	// Models is the operator's model catalog the new-session form offers
 	// (nil: the script model only).
 	Models desk.ModelCatalog
+	// Profiles are the workspaces' agent profiles the new-session form
+	// offers (nil: none).
+	Profiles desk.ProfileService
 	// Catalog, when set, serves the workspace catalog page.
 	Catalog desk.LifecycleService
 	// Streams owns the page and log streams (shared with the API), so a
