@@ -456,6 +456,44 @@ func (s *Server) updateSession(w http.ResponseWriter, r *request) error {
 	return s.writeFragments(w, parts...)
 }
 
+// switchAgent changes the session's profile, model or reasoning effort
+// for its next turn (the header's switcher); only what differs from the
+// session is sent, and the page reloads to show the marker.
+func (s *Server) switchAgent(w http.ResponseWriter, r *request) error {
+	x, err := s.d.Sessions.Get(r.Context(), r.PathValue("ses"))
+	if err != nil {
+		return err
+	}
+	var u desk.SessionUpdate
+	if p := r.PostFormValue("profile"); p != "" && p != x.Profile {
+		u.Profile = &p
+	} else {
+		def, _ := s.models()
+		cur := firstNonEmpty(x.Model, def)
+		if m := r.PostFormValue("model"); m != "" && m != cur {
+			u.Model = &m
+		}
+		if e := r.PostFormValue("reasoning_effort"); e != x.ReasoningEffort && u.Model == nil && r.Form.Has("reasoning_effort") {
+			u.ReasoningEffort = &e
+		}
+	}
+	if u.Profile == nil && u.Model == nil && u.ReasoningEffort == nil {
+		return nil
+	}
+	if _, err := s.d.Sessions.Update(r.Context(), x.ID, u); err != nil {
+		return err
+	}
+	redirect(w, r, "/w/"+x.WorkspaceID+"/s/"+x.ID)
+	return nil
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
 func (s *Server) deleteSession(w http.ResponseWriter, r *request) error {
 	x, err := s.d.Sessions.Get(r.Context(), r.PathValue("ses"))
 	if err != nil {

@@ -61,4 +61,22 @@ func TestNewSessionFromProfileAndReasoning(t *testing.T) {
 	if !strings.Contains(page, "Agent changed") || !strings.Contains(page, "reasoning effort high → low") {
 		t.Fatalf("the page lacks the marker")
 	}
+	// The header's switcher: the reasoning picker is live for the
+	// reasoning model; switching the model clears the effort (the new
+	// model takes none) and disables the picker.
+	if !strings.Contains(page, `id="agent-switch"`) || !strings.Contains(page, `<option value="low" selected>reasoning: low</option>`) || strings.Contains(page, `id="as-effort" aria-label="Reasoning effort" disabled`) {
+		t.Fatalf("the header lacks a live switcher")
+	}
+	if _, resp := b.post("/s/"+x.ID+"/agent", url.Values{"model": {"openai:gpt-4.1"}, "reasoning_effort": {"low"}}); resp.StatusCode >= 400 {
+		t.Fatalf("switch: %d", resp.StatusCode)
+	}
+	var got desk.Session
+	f.e.Must(200, "GET", "/v1/sessions/"+x.ID, nil, &got)
+	if got.Model != "openai:gpt-4.1" || got.ReasoningEffort != "" {
+		t.Fatalf("after the switch: model %q effort %q", got.Model, got.ReasoningEffort)
+	}
+	page, _ = b.get("/w/" + f.ws.ID + "/s/" + x.ID)
+	if !strings.Contains(page, `id="as-effort" aria-label="Reasoning effort" disabled title="this model is not declared as reasoning"`) {
+		t.Fatalf("the reasoning picker is not disabled, with why, for a plain model")
+	}
 }

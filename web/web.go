@@ -164,6 +164,7 @@ func (s *Server) routes() {
 	m.Handle("POST /s/{ses}/queue/{q}/{op}", s.auth(s.queueOp))
 	m.Handle("POST /s/{ses}/stop/{exe}", s.auth(s.stop))
 	m.Handle("POST /s/{ses}/update", s.auth(s.updateSession))
+	m.Handle("POST /s/{ses}/agent", s.auth(s.switchAgent))
 	m.Handle("POST /s/{ses}/delete", s.auth(s.deleteSession))
 	m.Handle("GET /s/{ses}/older", s.auth(s.older))
 	m.Handle("POST /approvals/{apr}", s.auth(s.decideApproval))
