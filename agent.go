@@ -11,6 +11,10 @@ const (
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
 	RoleTool      = "tool"
+	// RoleMarker is a marker message: a change of the session's agent
+	// (Message.Marker), recorded where it takes effect and never sent to
+	// a model.
+	RoleMarker = "marker"
 )
 
 // Message is one message of a surface's transcript. Assistant messages
@@ -428,6 +432,63 @@ type MessageMeta struct {
 	// short by an interrupt and Text is what had streamed until then. It
 	// says who stopped the turn and why (the execution's Interruption).
 	Interrupted *Interruption `json:"interrupted,omitempty"`
+	// Reasoning is what the model thought before an assistant message,
+	// kept apart from its text: shown labelled and collapsed, never as
+	// the reply, and sent back to the provider as its API requires.
+	Reasoning []MessageReasoning `json:"reasoning,omitempty"`
+	// Marker marks a message that is no one's words: a change of the
+	// session's agent (profile, model, reasoning effort) recorded where
+	// it took effect. Markers are never sent to a model.
+	Marker *SessionChange `json:"marker,omitempty"`
+}
+
+// MessageReasoning is one block of a model's reasoning: an Anthropic
+// thinking block (Text and Signature) or redacted_thinking block (Data),
+// or an OpenAI-compatible server's reasoning_content (Type "reasoning").
+type MessageReasoning struct {
+	Type      string `json:"type"`
+	Text      string `json:"text,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
+}
+
+// meta decodes m's Meta (zero when absent or unreadable).
+func (m *Message) meta() MessageMeta {
+	var meta MessageMeta
+	if len(m.Meta) > 0 {
+		_ = json.Unmarshal(m.Meta, &meta)
+	}
+	return meta
+}
+
+func (m *Message) setMeta(meta MessageMeta) {
+	b, _ := json.Marshal(meta)
+	if string(b) == "{}" {
+		m.Meta = nil
+		return
+	}
+	m.Meta = b
+}
+
+// Reasoning returns the reasoning kept with an assistant message.
+func (m *Message) Reasoning() []MessageReasoning { return m.meta().Reasoning }
+
+// SetReasoning keeps r with an assistant message.
+func (m *Message) SetReasoning(r []MessageReasoning) {
+	meta := m.meta()
+	meta.Reasoning = r
+	m.setMeta(meta)
+}
+
+// Marker returns the session change a marker message records, or nil for
+// an ordinary message.
+func (m *Message) Marker() *SessionChange { return m.meta().Marker }
+
+// SetMarker makes m the marker of a session change.
+func (m *Message) SetMarker(c *SessionChange) {
+	meta := m.meta()
+	meta.Marker = c
+	m.setMeta(meta)
 }
 
 // Interrupted returns who stopped the step of a partial assistant

@@ -83,6 +83,14 @@ type SessionCreateRequest struct {
 	// session's turns instead of desk's agent; no model or script with it.
 	// There is deliberately no argv here.
 	Runtime string `json:"runtime,omitempty"`
+	// Profile names one of the workspace's profiles (GET
+	// /v1/workspaces/{ws}/profiles) the session is made from; the session
+	// keeps a snapshot of it. Model, runtime and reasoning_effort given
+	// here override the profile's.
+	Profile string `json:"profile,omitempty"`
+	// ReasoningEffort is low, medium or high, for a model the operator
+	// declared as reasoning; refused (400) for any other.
+	ReasoningEffort string `json:"reasoning_effort,omitempty" jsonschema:"enum=,enum=low,enum=medium,enum=high"`
 }
 
 // SessionPatch is the body of PATCH /v1/sessions/{ses}; an absent field is
@@ -97,6 +105,28 @@ type SessionPatch struct {
 	// worktrees/<name> on the branch <name> when missing); "" binds it
 	// back to the checkout. Seen from the session's next turn on.
 	Worktree *string `json:"worktree,omitempty"`
+	// Profile, Model and ReasoningEffort change the session's agent from
+	// its next turn on (never the turn running now), recorded in the
+	// transcript as a marker message. Profile takes the named profile's
+	// snapshot (its model and reasoning effort too, unless given here);
+	// model must be one GET /v1/models lists; reasoning_effort ("" for
+	// the model's default) needs a model declared as reasoning. A
+	// runtime session changes neither model nor effort.
+	Profile         *string `json:"profile,omitempty"`
+	Model           *string `json:"model,omitempty"`
+	ReasoningEffort *string `json:"reasoning_effort,omitempty" jsonschema:"enum=,enum=low,enum=medium,enum=high"`
+}
+
+// ProfileList lists a workspace's profiles.
+type ProfileList struct {
+	Profiles []*Profile `json:"profiles"`
+}
+
+// ProfileCreate is the body of POST /v1/workspaces/{ws}/profiles and PUT
+// /v1/workspaces/{ws}/profiles/{name} (whose path names it).
+type ProfileCreate struct {
+	Name string `json:"name,omitempty" jsonschema:"maxLength=64"`
+	ProfileSpec
 }
 
 // SessionList lists sessions.

@@ -22,4 +22,11 @@ type ModelCatalog interface {
 	// takes no script); the script model needs a script that parses and
 	// no other model takes one (EINVALID). It returns the declared form.
 	SessionModel(model string, script []byte) (string, error)
+	// Reasoning says whether the model was declared as one that reasons
+	// ("…;reasoning"); "" is the default model.
+	Reasoning(model string) bool
+	// CheckEffort refuses a reasoning effort that is not low, medium or
+	// high, or any effort for a model not declared as reasoning
+	// (EINVALID naming field).
+	CheckEffort(field, model, effort string) error
 }

@@ -37,6 +37,11 @@ type SessionCreate struct {
 	Model       string // empty: the server's default
 	Script      []byte // the script of a "script" session (JSON)
 	Runtime     string // a registered runtime's name; empty: desk's own agent
+	// Profile names the workspace's profile the session is made from
+	// (its model or runtime, reasoning effort, …); Model, Runtime and
+	// ReasoningEffort given with it override the profile's.
+	Profile         string
+	ReasoningEffort string // low, medium, high; "" the model's default
 }
 
 // SessionService owns sessions, their artifacts, their bindings to

@@ -25,6 +25,14 @@ type Session struct {
 	// Model is the session's model ("openai:gpt-4.1", "script", …); empty
 	// means the server's default (DESK_MODEL).
 	Model string `json:"model"`
+	// ReasoningEffort is how hard the session's model reasons (low,
+	// medium, high; "" the model's default).
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	// Profile names the profile the session runs, and ProfileSnapshot is
+	// that profile as it was when the session took it: later edits of
+	// the profile do not change the session.
+	Profile         string       `json:"profile,omitempty"`
+	ProfileSnapshot *ProfileSpec `json:"profile_snapshot,omitempty"`
 	// Script is the script of a "script" session; it is not shown.
 	Script []byte `json:"-"`
 	// Runtime names the registered external runtime that runs the
@@ -83,4 +91,10 @@ type SessionUpdate struct {
 	Lifecycle *string
 	// Worktree binds the session to a worktree of the checkout ("" unbinds).
 	Worktree *string
+	// The session's agent, changed for its next turn (the service records
+	// the change as a marker message). ProfileSnapshot goes with Profile.
+	Model           *string
+	ReasoningEffort *string
+	Profile         *string
+	ProfileSnapshot *ProfileSpec
 }

@@ -25,6 +25,7 @@ type Store interface {
 	DispatchStore
 	WebhookStore
 	InboxStore
+	ProfileStore
 
 	// Workspaces.
 	// CreateWorkspace inserts w and its owner. Unless allowDuplicateName,

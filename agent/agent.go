@@ -180,8 +180,7 @@ func (a *Agent) Available(ctx context.Context, x *desk.Session) error {
 // provider makes the model of a session; th is the handler thread the
 // turn runs on (nil on the orchestrator surface), which a script session
 // answers from its handlers' steps with the thread's own cursor.
-func (a *Agent) provider(ctx context.Context, x *desk.Session, th *desk.Thread) (provider.Provider, provider.Spec, error) {
-	m := a.modelOf(x)
+func (a *Agent) provider(ctx context.Context, x *desk.Session, th *desk.Thread, m string) (provider.Provider, provider.Spec, error) {
 	if m == "" {
 		return nil, provider.Spec{}, fmt.Errorf("no model is configured: set DESK_MODEL")
 	}
@@ -301,6 +300,8 @@ type turn struct {
 	settings *desk.AgentSettings
 	prov     provider.Provider
 	spec     provider.Spec
+	effort   string            // the reasoning effort asked of the model
+	prof     *desk.ProfileSpec // the profile the surface runs (nil: none)
 	jail     *fsjail.Jail
 	view     session.View
 	env      *tools.Env
@@ -334,7 +335,15 @@ func (a *Agent) Execute(ctx context.Context, t *execution.Turn) (*execution.Outc
 	if err != nil {
 		return nil, err
 	}
-	prov, spec, err := a.provider(ctx, x, th)
+	prof, err := a.profileOf(ctx, x, th)
+	if err != nil {
+		return nil, err
+	}
+	model, effort := a.agentOf(x, prof, th)
+	if err := a.checkEffort(model, effort); err != nil {
+		return nil, fmt.Errorf("session %s: %w", x.ID, err)
+	}
+	prov, spec, err := a.provider(ctx, x, th, model)
 	if err != nil {
 		return nil, err
 	}
@@ -345,6 +354,12 @@ func (a *Agent) Execute(ctx context.Context, t *execution.Turn) (*execution.Outc
 	settings, err := a.store.GetAgentSettings(ctx, x.WorkspaceID)
 	if err != nil {
 		return nil, err
+	}
+	if prof != nil && prof.ApprovalMode != "" {
+		// The profile's approval mode holds for its sessions' turns.
+		s := *settings
+		s.ApprovalMode = prof.ApprovalMode
+		settings = &s
 	}
 	groups, err := a.store.ListBindings(ctx, x.ID)
 	if err != nil {
@@ -364,7 +379,7 @@ func (a *Agent) Execute(ctx context.Context, t *execution.Turn) (*execution.Outc
 	actx := desk.WithPrincipal(ctx, desk.Principal{WorkspaceID: x.WorkspaceID, ActorID: x.Actor, ActorKind: desk.ActorAgent})
 	actx = desk.WithOrigin(actx, desk.Origin{WorkspaceID: x.WorkspaceID, SessionID: x.ID, ExecutionID: t.Execution.ID,
 		SurfaceID: t.Execution.SurfaceID, Actor: x.Actor, Kind: desk.OriginAgent})
-	tr := &turn{a: a, t: t, x: x, w: w, settings: settings, prov: prov, spec: spec, jail: jail, view: view, ctx: actx,
+	tr := &turn{a: a, t: t, x: x, w: w, settings: settings, prov: prov, spec: spec, effort: effort, prof: prof, jail: jail, view: view, ctx: actx,
 		instructions: readInstructions(jail, w, settings), waits: a.conv.Gate(t, conversation.GateOptions{Resumes: true})}
 	tr.env = &tools.Env{Store: a.store, Home: a.home, Workspace: w, Session: x, Execution: t.Execution, Settings: settings,
 		View: view, Jail: jail, Artifacts: a.artifacts, Paths: a.paths, Selection: a.selection, Sandbox: a.opts.Sandbox,
@@ -454,19 +469,26 @@ func (tr *turn) loop(step int) (*execution.Outcome, error) {
 			return nil, err
 		}
 		deltas := newCoalescer(50*time.Millisecond, func(s string) { tr.t.Emit("assistant.delta", map[string]any{"text": s}) })
+		// Reasoning streams as events of its own, never as reply text.
+		thoughts := newCoalescer(50*time.Millisecond, func(s string) { tr.t.Emit("assistant.reasoning", map[string]any{"text": s}) })
 		var streamed strings.Builder // what the user saw, kept if the step is cut short
 		resp, err := tr.prov.Stream(tr.ctx, req, func(ev provider.Event) {
 			switch ev.Type {
+			case provider.EventReasoning:
+				thoughts.add(ev.Text)
 			case provider.EventText:
+				thoughts.flush()
 				streamed.WriteString(ev.Text)
 				deltas.add(ev.Text)
 			case provider.EventToolCallStart:
+				thoughts.flush()
 				deltas.flush()
 				tr.t.Emit("tool.call_started", map[string]any{"index": ev.Index, "call_id": ev.ToolCallID, "tool": ev.Name})
 			case provider.EventToolCallDelta:
 				tr.t.Emit("tool.args_delta", map[string]any{"index": ev.Index, "delta": ev.ArgsDelta})
 			}
 		})
+		thoughts.flush()
 		deltas.flush()
 		if err != nil {
 			if tr.ctx.Err() != nil && streamed.Len() > 0 {
@@ -486,10 +508,18 @@ func (tr *turn) loop(step int) (*execution.Outcome, error) {
 		// without asking the model again.
 		msg := &desk.Message{ID: desk.NewID("msg"), SessionID: tr.x.ID, SurfaceID: tr.t.Execution.SurfaceID, ExecutionID: tr.t.Execution.ID,
 			Role: desk.RoleAssistant, Text: resp.Text, ToolCalls: calls, CreatedAt: desk.Now()}
+		if len(resp.Reasoning) > 0 {
+			rs := make([]desk.MessageReasoning, 0, len(resp.Reasoning))
+			for _, r := range resp.Reasoning {
+				rs = append(rs, desk.MessageReasoning{Type: r.Type, Text: r.Text, Signature: r.Signature, Data: r.Data})
+			}
+			msg.SetReasoning(rs)
+		}
 		if err := tr.a.store.AppendMessage(tr.ctx, msg); err != nil {
 			return nil, err
 		}
-		tr.t.Emit("assistant.message", map[string]any{"message_id": msg.ID, "text": resp.Text, "tool_calls": len(calls), "usage": resp.Usage})
+		tr.t.Emit("assistant.message", map[string]any{"message_id": msg.ID, "text": resp.Text, "tool_calls": len(calls), "usage": resp.Usage,
+			"reasoning": len(resp.Reasoning) > 0})
 		if len(calls) == 0 {
 			return &execution.Outcome{Reply: resp.Text}, nil
 		}
@@ -656,6 +686,9 @@ func (tr *turn) runCall(cmd *desk.Command, c desk.MessageCall) (*desk.CommandRes
 		return cmd.Result, nil
 	}
 	tool := tools.ByName(c.Name)
+	if tool != nil && !toolAllowed(tr.prof, c.Name) {
+		return finish(tools.Fail(tools.CodeBadInput, "the tool %q is not in this session's profile", c.Name), desk.CommandFailed)
+	}
 	if tool == nil {
 		return finish(tools.Fail(tools.CodeBadInput, "there is no tool named %q", c.Name), desk.CommandFailed)
 	}

@@ -40,6 +40,10 @@ type stepInput struct {
 	// workspace names the primary root the prompt marks as the active
 	// project.
 	workspace *desk.Workspace
+	// profile is the profile the surface runs (its instructions and tool
+	// set); effort the reasoning effort asked of the model.
+	profile *desk.ProfileSpec
+	effort  string
 }
 
 // assembled is one model request and what went into it.
@@ -86,9 +90,16 @@ func (a *Agent) assemble(ctx context.Context, x *desk.Session, in stepInput) (*a
 	if th != nil {
 		id.ThreadID, env.SurfaceKind = th.ID, desk.SurfaceHandler
 	}
-	system := SystemPrompt(Binding{Identity: id, PrimaryRoot: session.PrimaryRoot(in.workspace), Thread: th, Instructions: in.instructions, Skills: skills,
-		Plan: in.plan, ForcePlan: in.forced})
-	req := provider.Request{Model: in.model, System: system, Tools: declarations(env)}
+	b := Binding{Identity: id, PrimaryRoot: session.PrimaryRoot(in.workspace), Thread: th, Instructions: in.instructions, Skills: skills,
+		Plan: in.plan, ForcePlan: in.forced}
+	if in.profile != nil {
+		b.ProfileInstructions = in.profile.Instructions
+	}
+	system := SystemPrompt(b)
+	req := provider.Request{Model: in.model, System: system, Tools: allowTools(in.profile, declarations(env)), ReasoningEffort: in.effort}
+	// Markers record changes of the session's agent for people; no model
+	// reads them.
+	ms = slices.DeleteFunc(ms, func(m *desk.Message) bool { return m.Role == desk.RoleMarker })
 	ms, err = a.answerDangling(ctx, ms)
 	if err != nil {
 		return nil, err
@@ -269,6 +280,9 @@ func toProvider(ms []*desk.Message) []provider.Message {
 			for _, c := range m.ToolCalls {
 				pm.ToolCalls = append(pm.ToolCalls, provider.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 			}
+			for _, r := range m.Reasoning() {
+				pm.Reasoning = append(pm.Reasoning, provider.Reasoning{Type: r.Type, Text: r.Text, Signature: r.Signature, Data: r.Data})
+			}
 		case desk.RoleTool:
 			pm.ToolCallID, pm.Name, pm.IsError = m.ToolCallID, m.ToolName, m.IsError
 		}
@@ -315,7 +329,8 @@ func fitWindow(msgs []provider.Message, system string, window int) []provider.Me
 func (tr *turn) request() (provider.Request, error) {
 	plan, owed := tr.planState()
 	as, err := tr.a.assemble(tr.ctx, tr.x, stepInput{surface: tr.t.Execution.SurfaceID, plan: plan, forced: owed, model: tr.spec.Model,
-		window: tr.prov.ContextWindow(tr.spec.Model), settings: tr.settings, jail: tr.jail, instructions: tr.instructions, workspace: tr.w})
+		window: tr.prov.ContextWindow(tr.spec.Model), settings: tr.settings, jail: tr.jail, instructions: tr.instructions, workspace: tr.w,
+		profile: tr.prof, effort: tr.effort})
 	if err != nil {
 		return provider.Request{}, err
 	}

@@ -42,6 +42,10 @@ type Binding struct {
 	Skills       []LoadedSkill
 	Plan         json.RawMessage
 	ForcePlan    bool
+	// ProfileInstructions are the instructions of the session's profile,
+	// after the repository's (they are the person's choice for this
+	// session).
+	ProfileInstructions string
 }
 
 // LoadedSkill is a skill the surface loaded, as read for this step: its
@@ -79,6 +83,10 @@ func SystemPrompt(b Binding) string {
 		fmt.Fprintf(&s, "\n\nThis conversation is handler thread %s (%q) of thread group %s: the session's orchestrator delegated one objective to you, and its first message here states it. Own it: work and repair locally, ask the user with request_user_input when you must (the answer comes back here), and reply in this thread as usual — ordinary replies never reach the orchestrator. Hand results back with thread_report: without outcome for an important update (or when the orchestrator asks for a report), with outcome delivered, failed or closed to conclude the objective. thread_current and thread_group show your objective and siblings; you cannot start threads.", t.ID, t.Title, t.GroupID)
 	}
 	writeInstructions(&s, b.Instructions)
+	if t := strings.TrimSpace(b.ProfileInstructions); t != "" {
+		s.WriteString("\n\nThe instructions of this session's agent profile:\n")
+		s.WriteString(t)
+	}
 	writeSkills(&s, b.Skills)
 	if b.ForcePlan {
 		s.WriteString("\n\nThe user started this message with /plan: before anything else, present a plan card with the clarify tool and wait for the decision.")

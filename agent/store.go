@@ -49,4 +49,5 @@ type Store interface {
 	CountArtifacts(ctx context.Context, sessionID string) (int, error)
 	AnswerInputRequest(ctx context.Context, id, status string, answers map[string]string, at time.Time) (*desk.InputRequest, error)
 	ActiveExecution(ctx context.Context, surfaceID string) (*desk.Execution, error)
+	GetProfile(ctx context.Context, workspaceID, name string) (*desk.Profile, error)
 }

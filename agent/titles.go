@@ -92,7 +92,7 @@ func (a *Agent) RecoverTitles(ctx context.Context) error {
 		if _, err := a.store.BeginTitleJob(ctx, x.ID, j.FirstMessage, desk.Now()); err != nil {
 			return err
 		}
-		prov, spec, err := a.provider(ctx, x, nil)
+		prov, spec, err := a.provider(ctx, x, nil, a.modelOf(x))
 		if err != nil {
 			prov = nil // the first words still make a title
 		}

@@ -402,6 +402,7 @@ func (a *App) buildServices() {
 	a.Workspaces = workspace.New(store, home, token)
 	a.BrowserSessions = workspace.NewBrowserSessions(store, token, cfg.BrowserSessionClock)
 	a.Sessions = session.New(store, home, a.Workspaces, a.Exec, a.Models)
+	a.Sessions.SetToolNames(tools.Names())
 	// The quota is shared by the artifact service and the file service:
 	// artifacts live in the actor's file area, so the file quota holds for
 	// them too.
@@ -631,14 +632,14 @@ func (a *App) openDoors(ctx context.Context) error {
 	a.Inbox = inbox.New(store)
 	api := &httpapi.Server{
 		Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Selection: a.Selection,
-		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, Conversation: a.Conversation, AgentStore: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, Runtimes: a.Runtimes, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
+		Reclaimer: a.Collector, Logs: a.Logs, Archive: a.Archive, Exec: a.Exec, Agent: a.Agent, Conversation: a.Conversation, AgentStore: store, Usage: a.Exec, Files: a.Files, Transfer: a.Transfer, Lifecycle: a.Lifecycle, Templates: a.Templates, Absorb: a.Absorb, Runtimes: a.Runtimes, Profiles: a.Sessions, LogQuery: func(r *http.Request) (desk.LogFilter, error) { return applog.ParseQuery(r.URL.Query()) },
 		UI: a.UI, Streams: a.Streams, Logger: a.Logger.With("component", "http"), Version: cfg.Version,
 		AuthLog: httpdoor.NewAuthFailures(a.Logger.With("component", "http"), 0, nil), LoginLinks: a.LoginLinks,
 		BrowserSessions: a.BrowserSessions, Routines: a.Routines, Dispatches: a.Dispatches, Webhooks: a.Webhooks, Inbox: a.Inbox,
 	}
 	api.Models = a.Models
 	// The web UI is served at / beside the API.
-	api.Web = web.New(web.Deps{Workspaces: a.Workspaces, Sessions: a.Sessions, Artifacts: a.Artifacts, Files: a.Files,
+	api.Web = web.New(web.Deps{Workspaces: a.Workspaces, Sessions: a.Sessions, Profiles: a.Sessions, Artifacts: a.Artifacts, Files: a.Files,
 		Exec: a.Exec, Agent: a.Agent, Conversation: a.Conversation, Store: store, Logs: a.Logs, UI: a.UI, Catalog: a.Lifecycle, Streams: a.Streams,
 		Logger: a.Logger.With("component", "web"), Version: cfg.Version, AuthLog: api.AuthLog, LoginLinks: a.LoginLinks,
 		Models: a.Models, BrowserSessions: a.BrowserSessions, Routines: a.Routines, Inbox: a.Inbox})

@@ -254,6 +254,8 @@ func (w *world) fixtures(t *testing.T) fixtureSet {
 	actorSeq++
 	rt := fmt.Sprintf("fx%d", actorSeq)
 	w.Must(201, "POST", "/v1/runtimes", map[string]any{"name": rt, "protocol": "acp", "argv": []string{"/bin/cat"}}, nil)
+	// A profile of the same name, for the profile routes' {name}.
+	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/profiles", map[string]any{"name": rt, "runtime": rt}, nil)
 	var rtn desk.Routine
 	w.Must(201, "POST", "/v1/workspaces/"+w.ws.ID+"/routines", map[string]any{"name": "fx", "schedule": "@hourly", "session_id": x.ID, "prompt": "tick", "overlap": "queue"}, &rtn)
 	var ask desk.AskResult
@@ -374,6 +376,12 @@ func (f fixtureSet) request(t *testing.T, name, p string, op map[string]any) (st
 	case "RuntimeCreate":
 		actorSeq++
 		return url, map[string]any{"name": fmt.Sprintf("made%d", actorSeq), "protocol": "acp", "argv": []string{"/bin/cat"}}
+	case "ProfileCreate":
+		if strings.HasSuffix(p, "/profiles") {
+			actorSeq++
+			return url, map[string]any{"name": fmt.Sprintf("made%d", actorSeq), "instructions": "Be brief.", "tools": []string{"list_files"}}
+		}
+		return url, map[string]any{"instructions": "Be briefer."}
 	case "SessionPatch":
 		return url, map[string]any{"pinned": true}
 	case "ItemCreate":

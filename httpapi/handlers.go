@@ -117,7 +117,8 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	x, err := s.Sessions.Create(r.Context(), desk.SessionCreate{WorkspaceID: id, Actor: in.Actor, Title: in.Title, Model: in.Model, Script: in.Script, Runtime: in.Runtime})
+	x, err := s.Sessions.Create(r.Context(), desk.SessionCreate{WorkspaceID: id, Actor: in.Actor, Title: in.Title, Model: in.Model, Script: in.Script, Runtime: in.Runtime,
+		Profile: in.Profile, ReasoningEffort: in.ReasoningEffort})
 	if err != nil {
 		return err
 	}
@@ -170,7 +171,8 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	x, err := s.Sessions.Update(r.Context(), id, desk.SessionUpdate{Title: in.Title, Pinned: in.Pinned, Archived: in.Archived, Unread: in.Unread, Worktree: in.Worktree})
+	x, err := s.Sessions.Update(r.Context(), id, desk.SessionUpdate{Title: in.Title, Pinned: in.Pinned, Archived: in.Archived, Unread: in.Unread, Worktree: in.Worktree,
+		Profile: in.Profile, Model: in.Model, ReasoningEffort: in.ReasoningEffort})
 	if err != nil {
 		return err
 	}

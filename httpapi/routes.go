@@ -48,7 +48,7 @@ func (s *Server) routes() []route {
 		systemRoutes(), workspaceRoutes(), sessionRoutes(), artifactRoutes(),
 		groupRoutes(), guestRoutes(), archiveRoutes(), logRoutes(), adminRoutes(),
 		executionRoutes(), agentRoutes(), filesRoutes(), transferRoutes(), uiRoutes(),
-		lifecycleRoutes(), templateRoutes(), absorbRoutes(), usageRoutes(), runtimeRoutes(),
+		lifecycleRoutes(), templateRoutes(), absorbRoutes(), usageRoutes(), runtimeRoutes(), profileRoutes(),
 		threadRoutes(), routineRoutes(), aguiRoutes(), webhookRoutes(), inboxRoutes(),
 	} {
 		all = append(all, part...)

@@ -144,6 +144,9 @@ var components = []component{
 	{"Runtime", "runtimes", reflect.TypeFor[desk.Runtime]()},
 	{"RuntimeCreate", "runtimes", reflect.TypeFor[desk.RuntimeCreate]()},
 	{"RuntimeList", "runtimes", reflect.TypeFor[desk.RuntimeList]()},
+	{"Profile", "runtimes", reflect.TypeFor[desk.Profile]()},
+	{"ProfileCreate", "runtimes", reflect.TypeFor[desk.ProfileCreate]()},
+	{"ProfileList", "runtimes", reflect.TypeFor[desk.ProfileList]()},
 	// template.json
 	{"AbsorbApply", "template", reflect.TypeFor[desk.AbsorbApply]()},
 	{"AbsorbEntry", "template", reflect.TypeFor[desk.AbsorbEntry]()},

@@ -64,6 +64,7 @@ type Server struct {
 	Templates  desk.TemplateService
 	Absorb     desk.AbsorbService
 	Runtimes   desk.RuntimeService // nil: the runtime routes answer unavailable
+	Profiles   desk.ProfileService // nil: the profile routes answer unavailable
 	LoginLinks LoginLinks          // nil: login links answer unavailable
 	Web        http.Handler        // everything outside the API (the web UI at /); nil: JSON not-found
 	// Streams owns the open event streams, so a shutdown can end them;

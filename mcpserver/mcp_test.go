@@ -205,7 +205,8 @@ func TestEveryToolResourceAndPrompt(t *testing.T) {
 	want := []string{"workspaces_list", "sessions_list", "session_create", "session_send", "session_transcript", "session_interrupt",
 		"artifacts_list", "artifact_read", "artifact_write", "files_list", "file_read", "file_write",
 		"approvals_list", "approval_answer", "input_requests_list", "input_answer", "threads_list", "thread_episodes",
-		"routines_list", "routine_create", "routine_update", "routine_run", "routine_runs", "routine_delete"}
+		"routines_list", "routine_create", "routine_update", "routine_run", "routine_runs", "routine_delete",
+		"profiles_list", "profile_put", "profile_delete", "session_set"}
 	var got []string
 	for _, tl := range tools.Tools {
 		got = append(got, tl.Name)

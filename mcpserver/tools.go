@@ -32,6 +32,9 @@ type (
 		Title       string `json:"title,omitempty" jsonschema:"the session's title"`
 		Model       string `json:"model,omitempty" jsonschema:"the session's model: one the server offers (GET /v1/models), e.g. anthropic:<model> or script; empty means the server's default"`
 		Script      any    `json:"script,omitempty" jsonschema:"the script of a model=script session: {steps:[{text, tool_calls, delay_ms}]}"`
+		Profile     string `json:"profile,omitempty" jsonschema:"a profile of the workspace the session is made from"`
+		// ReasoningEffort is low, medium or high.
+		ReasoningEffort string `json:"reasoning_effort,omitempty" jsonschema:"low, medium or high (a model declared as reasoning only)"`
 	}
 	sessionArgs struct {
 		SessionID string `json:"session_id" jsonschema:"the session (ses_…)"`
@@ -207,7 +210,7 @@ func (b *backend) addTools(s *sdk.Server) {
 		})
 	addTool(s, "session_create", "Create a desk session in a workspace (for the caller's own actor).",
 		func(ctx context.Context, _ *sdk.CallToolRequest, in sessionCreateArgs) (*desk.Session, error) {
-			sc := client.SessionCreate{Title: in.Title, Model: in.Model}
+			sc := client.SessionCreate{Title: in.Title, Model: in.Model, Profile: in.Profile, ReasoningEffort: in.ReasoningEffort}
 			if in.Script != nil {
 				b, err := json.Marshal(in.Script)
 				if err != nil {
@@ -270,6 +273,7 @@ func (b *backend) addTools(s *sdk.Server) {
 		})
 	b.addThreadTools(s)
 	b.addRoutineTools(s)
+	b.addProfileTools(s)
 }
 
 func nonNil[T any](s []T) []T {

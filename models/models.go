@@ -30,6 +30,23 @@ type Catalog struct {
 	specs  []provider.Spec // declared, the default first, no duplicates
 	byKey  map[string]provider.Spec
 	models []string // what Models returns
+	// reasoning are the keys of the models declared ";reasoning": the
+	// only ones a reasoning effort may be asked of.
+	reasoning map[string]bool
+}
+
+// ReasoningSuffix marks a declared model (in DESK_MODEL or DESK_MODELS) as
+// one that reasons: "anthropic:claude-sonnet-4-5;reasoning". A session of
+// it may ask for a reasoning effort; of any other model, asking is
+// refused, since a provider answers an unknown reasoning field with an
+// error only at the first turn.
+const ReasoningSuffix = ";reasoning"
+
+// cutReasoning splits the ";reasoning" mark off a declaration.
+func cutReasoning(m string) (string, bool) {
+	m = strings.TrimSpace(m)
+	base, ok := strings.CutSuffix(m, ReasoningSuffix)
+	return strings.TrimSpace(base), ok
 }
 
 var _ desk.ModelCatalog = (*Catalog)(nil)
@@ -50,7 +67,7 @@ func Split(list string) []string {
 // declared ones. A reference that does not parse is an error naming it,
 // so a typo stops desk at startup instead of refusing sessions later.
 func New(defaultModel string, declared []string) (*Catalog, error) {
-	c := &Catalog{byKey: map[string]provider.Spec{}}
+	c := &Catalog{byKey: map[string]provider.Spec{}, reasoning: map[string]bool{}}
 	add := func(s provider.Spec) {
 		if s.Provider == Script {
 			return
@@ -62,19 +79,27 @@ func New(defaultModel string, declared []string) (*Catalog, error) {
 		c.specs = append(c.specs, s)
 	}
 	if strings.TrimSpace(defaultModel) != "" {
-		s, err := provider.ParseSpec(defaultModel)
+		m, r := cutReasoning(defaultModel)
+		s, err := provider.ParseSpec(m)
 		if err != nil {
 			return nil, fmt.Errorf("DESK_MODEL: %w", err)
 		}
 		c.def = s
 		add(s)
+		if r && s.Provider != Script {
+			c.reasoning[key(s)] = true
+		}
 	}
 	for _, m := range declared {
+		m, r := cutReasoning(m)
 		s, err := provider.ParseSpec(m)
 		if err != nil {
 			return nil, fmt.Errorf("DESK_MODELS entry %q: %w", m, err)
 		}
 		add(s)
+		if r && s.Provider != Script {
+			c.reasoning[key(s)] = true
+		}
 	}
 	if c.def.Provider == Script {
 		c.models = append(c.models, Script)
@@ -218,6 +243,47 @@ func (c *Catalog) Find(providerName, model string) (provider.Spec, bool) {
 		}
 	}
 	return provider.Spec{}, false
+}
+
+// Reasoning says whether a declared model was declared as one that
+// reasons ("" is the default model).
+func (c *Catalog) Reasoning(model string) bool {
+	if c == nil {
+		return false
+	}
+	s, err := c.Spec(model)
+	return err == nil && c.reasoning[key(s)]
+}
+
+// ReasoningModels lists the declared models that reason.
+func (c *Catalog) ReasoningModels() []string {
+	var out []string
+	if c == nil {
+		return out
+	}
+	for _, s := range c.specs {
+		if c.reasoning[key(s)] {
+			out = append(out, s.String())
+		}
+	}
+	return out
+}
+
+// CheckEffort refuses a reasoning effort the model cannot take: one not
+// low, medium or high, or any for a model not declared as reasoning. field
+// names the field in the error.
+func (c *Catalog) CheckEffort(field, model, effort string) error {
+	if err := desk.CheckEffort(field, effort); err != nil || effort == "" {
+		return err
+	}
+	if !c.Reasoning(model) {
+		name := model
+		if name == "" {
+			name = c.Default() + " (the default)"
+		}
+		return desk.Errorf(desk.EINVALID, "%s: model %s is not declared as a reasoning model, so it takes no reasoning effort (the operator declares one with %q after it in DESK_MODEL or DESK_MODELS)", field, name, ReasoningSuffix)
+	}
+	return nil
 }
 
 // allowed names the models a session may choose, the default marked.

@@ -894,6 +894,14 @@ func (s *sink) Text(delta string) {
 	s.t.Emit("assistant.delta", map[string]any{"text": delta})
 }
 
+// Notice records one of the runtime's own warnings or notices as an event
+// of its own (runtime.notice), so it never reads as the reply.
+func (s *sink) Notice(level, text string) {
+	s.touch()
+	s.log().Info("runtime notice", "level", level, "text", text)
+	s.t.Emit("runtime.notice", map[string]any{"level": level, "text": text, "runtime": s.c.runtime})
+}
+
 var toolStatus = map[string]string{
 	wire.ToolPending: desk.CommandRequested, wire.ToolInProgress: desk.CommandRunning,
 	wire.ToolCompleted: desk.CommandSucceeded, wire.ToolFailed: desk.CommandFailed,

@@ -43,10 +43,15 @@ type Service struct {
 	// git reads sessions' branches for Get and List, remembering each
 	// until its .git or HEAD changes.
 	git checkout.GitReader
+	// toolNames are desk's tools, a profile's tool set is checked against.
+	toolNames []string
+	// agentMu makes a change of a session's agent and its marker one step.
+	agentMu sync.Mutex
 }
 
 var (
 	_ desk.SessionService = (*Service)(nil)
+	_ desk.ProfileService = (*Service)(nil)
 	_ desk.Recoverer      = (*Service)(nil)
 )
 
@@ -80,6 +85,15 @@ func (noModels) SessionModel(m string, scr []byte) (string, error) {
 		return "", nil
 	}
 	return "", desk.Errorf(desk.EINVALID, "this desk has no model catalog; a session takes the default model and no script")
+}
+
+func (noModels) Reasoning(string) bool { return false }
+
+func (noModels) CheckEffort(field, _, effort string) error {
+	if err := desk.CheckEffort(field, effort); err != nil || effort == "" {
+		return err
+	}
+	return desk.Errorf(desk.EINVALID, "%s: this desk declares no reasoning model", field)
 }
 
 // visibleSession returns the session if the caller may see it. Sessions of
@@ -135,6 +149,10 @@ func (s *Service) create(ctx context.Context, in desk.SessionCreate, reconstruct
 	if err := validTitle(in.Title); err != nil {
 		return nil, err
 	}
+	snap, err := s.applyProfile(ctx, &in)
+	if err != nil {
+		return nil, err
+	}
 	// An undeclared model is refused for every caller, the admin
 	// included, before anything is made.
 	model, err := s.models.SessionModel(in.Model, in.Script)
@@ -153,6 +171,11 @@ func (s *Service) create(ctx context.Context, in desk.SessionCreate, reconstruct
 		} else if err != nil {
 			return nil, err
 		}
+		if in.ReasoningEffort != "" {
+			return nil, desk.Errorf(desk.EINVALID, "reasoning_effort: runtime %s reasons as its own configuration says", in.Runtime)
+		}
+	} else if err := s.models.CheckEffort("reasoning_effort", in.Model, in.ReasoningEffort); err != nil {
+		return nil, err
 	}
 	var actor *desk.Actor
 	switch {
@@ -177,6 +200,7 @@ func (s *Service) create(ctx context.Context, in desk.SessionCreate, reconstruct
 		ID: desk.NewID(desk.PrefixSession), Signature: desk.NewSignature(), WorkspaceID: w.ID, Actor: actor.ID,
 		Title: strings.TrimSpace(in.Title), Lifecycle: desk.SessionActive, CreatedAt: now, UpdatedAt: now,
 		ReconstructedFrom: reconstructedFrom, Model: in.Model, Script: in.Script, Runtime: in.Runtime,
+		ReasoningEffort: in.ReasoningEffort, Profile: in.Profile, ProfileSnapshot: snap,
 	}
 	x.Origin = originOf(ctx, x)
 	// The artifact directory exists from birth so /artifacts is always
@@ -236,8 +260,32 @@ func (s *Service) Update(ctx context.Context, id string, u desk.SessionUpdate) (
 	if u.Lifecycle != nil {
 		return nil, desk.Errorf(desk.EINVALID, "lifecycle changes through retire and recall, not update")
 	}
+	if u.Profile != nil || u.Model != nil || u.ReasoningEffort != nil {
+		s.agentMu.Lock()
+		defer s.agentMu.Unlock()
+		if x, err = s.store.GetSession(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	change, err := s.changeAgent(ctx, x, &u)
+	if err != nil {
+		return nil, err
+	}
 	x, err = s.store.UpdateSession(ctx, id, u)
-	return s.withGit(x), err
+	if err != nil {
+		return nil, err
+	}
+	if change != nil {
+		// The running turn keeps the agent it started with; the marker
+		// says where the change takes effect, and no model ever reads it.
+		m := &desk.Message{ID: desk.NewID("msg"), SessionID: x.ID, SurfaceID: x.SurfaceID, Role: desk.RoleMarker,
+			Text: MarkerText(change), CreatedAt: change.At}
+		m.SetMarker(change)
+		if err := s.store.AppendMessage(ctx, m); err != nil {
+			return nil, err
+		}
+	}
+	return s.withGit(x), nil
 }
 
 func (s *Service) Delete(ctx context.Context, id string) error {

@@ -36,4 +36,6 @@ type Store interface {
 	GetGroup(ctx context.Context, id string) (*desk.Group, error)
 	SetBindings(ctx context.Context, sessionID string, groupIDs []string) error
 	ListBindings(ctx context.Context, sessionID string) ([]*desk.Group, error)
+	desk.ProfileStore
+	AppendMessage(ctx context.Context, m *desk.Message) error
 }

@@ -185,11 +185,30 @@ type newSession struct {
 	Default string
 	Note    string
 	After   int64
+	// Profiles are the workspace's agent profiles; Reasoning the models
+	// declared as reasoning (the only ones a reasoning effort is offered
+	// for).
+	Profiles  []*desk.Profile
+	Reasoning map[string]bool
 }
 
 func (s *Server) newSessionData(r *request, ws *desk.Workspace) (*newSession, error) {
 	def, models := s.models()
-	n := &newSession{WS: ws, Default: def, Models: models}
+	n := &newSession{WS: ws, Default: def, Models: models, Reasoning: map[string]bool{}}
+	if s.d.Profiles != nil {
+		ps, err := s.d.Profiles.ListProfiles(r.Context(), ws.ID)
+		if err != nil {
+			return nil, err
+		}
+		n.Profiles = ps
+	}
+	if s.d.Models != nil {
+		for _, m := range models {
+			if s.d.Models.Reasoning(m) {
+				n.Reasoning[m] = true
+			}
+		}
+	}
 	switch {
 	case def == "" && r.p.Admin:
 		n.Note = "No default model: set DESK_MODEL (openai:<model>, anthropic:<model> or openai-compatible:<base-url>#<model>) and restart desk. Script sessions still work."
@@ -214,9 +233,13 @@ func (s *Server) createSession(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	model := r.PostFormValue("model")
-	in := desk.SessionCreate{WorkspaceID: ws.ID, Title: r.PostFormValue("title"), Model: model}
+	in := desk.SessionCreate{WorkspaceID: ws.ID, Title: r.PostFormValue("title"), Model: model,
+		Profile: r.PostFormValue("profile"), ReasoningEffort: r.PostFormValue("reasoning_effort")}
 	if def, _ := s.models(); model == def {
 		in.Model = "" // follow the server's default as it changes
+	}
+	if in.Profile != "" && r.PostFormValue("model_chosen") == "" {
+		in.Model = "" // the profile's model, unless a person picked one
 	}
 	if model == "script" {
 		sc := strings.TrimSpace(r.PostFormValue("script"))
@@ -431,6 +454,44 @@ func (s *Server) updateSession(w http.ResponseWriter, r *request) error {
 		parts = append(parts, part{"session-title-oob", x})
 	}
 	return s.writeFragments(w, parts...)
+}
+
+// switchAgent changes the session's profile, model or reasoning effort
+// for its next turn (the header's switcher); only what differs from the
+// session is sent, and the page reloads to show the marker.
+func (s *Server) switchAgent(w http.ResponseWriter, r *request) error {
+	x, err := s.d.Sessions.Get(r.Context(), r.PathValue("ses"))
+	if err != nil {
+		return err
+	}
+	var u desk.SessionUpdate
+	if p := r.PostFormValue("profile"); p != "" && p != x.Profile {
+		u.Profile = &p
+	} else {
+		def, _ := s.models()
+		cur := firstNonEmpty(x.Model, def)
+		if m := r.PostFormValue("model"); m != "" && m != cur {
+			u.Model = &m
+		}
+		if e := r.PostFormValue("reasoning_effort"); e != x.ReasoningEffort && u.Model == nil && r.Form.Has("reasoning_effort") {
+			u.ReasoningEffort = &e
+		}
+	}
+	if u.Profile == nil && u.Model == nil && u.ReasoningEffort == nil {
+		return nil
+	}
+	if _, err := s.d.Sessions.Update(r.Context(), x.ID, u); err != nil {
+		return err
+	}
+	redirect(w, r, "/w/"+x.WorkspaceID+"/s/"+x.ID)
+	return nil
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *request) error {

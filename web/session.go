@@ -46,6 +46,14 @@ type sessionView struct {
 	// Protocol is the wire protocol of a runtime-backed session's runtime
 	// ("" when the runtime is no longer registered).
 	Protocol string
+	// The header's switcher: the models and profiles a person may switch
+	// the session to (for its next turn), and whether the current model
+	// takes a reasoning effort.
+	Models     []string
+	Profiles   []*desk.Profile
+	CanReason  bool
+	Efforts    []string
+	ModelValue string // the session's model as the picker names it
 }
 
 // olderLink loads the page of messages before Before when it scrolls into
@@ -812,10 +820,31 @@ func (s *Server) sessionView(ctx context.Context, x *desk.Session) (*sessionView
 			return nil, err
 		}
 	}
-	def, _ := s.models()
+	def, models := s.models()
 	if v.Model == "" && x.Runtime == "" { // a runtime brings its own model
 		v.Model = def
 		v.NoModel = def == ""
+	}
+	if x.Runtime == "" && x.Model != "script" {
+		for _, m := range models {
+			if m != "script" {
+				v.Models = append(v.Models, m)
+			}
+		}
+		v.ModelValue = v.Model
+		v.Efforts = []string{desk.EffortLow, desk.EffortMedium, desk.EffortHigh}
+		v.CanReason = s.d.Models != nil && s.d.Models.Reasoning(x.Model)
+	}
+	if s.d.Profiles != nil {
+		ps, err := s.d.Profiles.ListProfiles(ctx, x.WorkspaceID)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			if p.Runtime == x.Runtime { // a session keeps its executor
+				v.Profiles = append(v.Profiles, p)
+			}
+		}
 	}
 	ms, err := s.d.Conversation.Transcript(ctx, x.SurfaceID, 0, pageMessages)
 	if err != nil {

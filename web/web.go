@@ -67,6 +67,9 @@ type Deps struct {
 	// Models is the operator's model catalog the new-session form offers
 	// (nil: the script model only).
 	Models desk.ModelCatalog
+	// Profiles are the workspaces' agent profiles the new-session form
+	// offers (nil: none).
+	Profiles desk.ProfileService
 	// Catalog, when set, serves the workspace catalog page.
 	Catalog desk.LifecycleService
 	// Streams owns the page and log streams (shared with the API), so a
@@ -161,6 +164,7 @@ func (s *Server) routes() {
 	m.Handle("POST /s/{ses}/queue/{q}/{op}", s.auth(s.queueOp))
 	m.Handle("POST /s/{ses}/stop/{exe}", s.auth(s.stop))
 	m.Handle("POST /s/{ses}/update", s.auth(s.updateSession))
+	m.Handle("POST /s/{ses}/agent", s.auth(s.switchAgent))
 	m.Handle("POST /s/{ses}/delete", s.auth(s.deleteSession))
 	m.Handle("GET /s/{ses}/older", s.auth(s.older))
 	m.Handle("POST /approvals/{apr}", s.auth(s.decideApproval))

@@ -14,6 +14,7 @@ type Assembler struct {
 	emit    func(Event)
 	text    strings.Builder
 	calls   []*assembledCall
+	reason  []*Reasoning
 	emitted bool
 }
 
@@ -48,6 +49,44 @@ func (a *Assembler) Text(s string) {
 	a.send(Event{Type: EventText, Text: s})
 }
 
+// StartReasoning opens the next reasoning block of kind typ and returns
+// its index.
+func (a *Assembler) StartReasoning(typ string) int {
+	a.reason = append(a.reason, &Reasoning{Type: typ})
+	return len(a.reason) - 1
+}
+
+// ReasoningText adds readable reasoning to block i (opening a block of
+// ReasoningText when there is none, as OpenAI-compatible streams have no
+// blocks).
+func (a *Assembler) ReasoningText(i int, s string) {
+	if s == "" {
+		return
+	}
+	if i < 0 || i >= len(a.reason) {
+		if len(a.reason) == 0 {
+			a.StartReasoning(ReasoningText)
+		}
+		i = len(a.reason) - 1
+	}
+	a.reason[i].Text += s
+	a.send(Event{Type: EventReasoning, Index: i, Text: s})
+}
+
+// ReasoningSignature adds to the signature of block i.
+func (a *Assembler) ReasoningSignature(i int, sig string) {
+	if i >= 0 && i < len(a.reason) {
+		a.reason[i].Signature += sig
+	}
+}
+
+// ReasoningData sets the opaque content of a redacted block i.
+func (a *Assembler) ReasoningData(i int, data string) {
+	if i >= 0 && i < len(a.reason) {
+		a.reason[i].Data = data
+	}
+}
+
 // StartToolCall opens the next tool call and returns its index in the
 // response (0, 1, …).
 func (a *Assembler) StartToolCall(id, name string) int {
@@ -77,6 +116,9 @@ func (a *Assembler) ToolCalls() int { return len(a.calls) }
 // max_tokens becomes tool_calls (some servers say "stop" after calls).
 func (a *Assembler) Response(stop string, usage Usage) *Response {
 	r := &Response{Text: a.text.String(), StopReason: stop, Usage: usage}
+	for _, b := range a.reason {
+		r.Reasoning = append(r.Reasoning, *b)
+	}
 	for i, c := range a.calls {
 		id := c.id
 		if id == "" {

@@ -40,6 +40,48 @@ type Message struct {
 	Name       string `json:"name,omitempty"`
 	// IsError marks a tool result that reports a failure.
 	IsError bool `json:"is_error,omitempty"`
+	// Reasoning is what the model thought before this assistant message,
+	// as the provider returned it. Adapters send back what their API
+	// requires: Anthropic's signed thinking blocks (which must come back
+	// unaltered in a tool loop), an OpenAI-compatible server's
+	// reasoning_content within the turn's tool loop.
+	Reasoning []Reasoning `json:"reasoning,omitempty"`
+}
+
+// Reasoning kinds.
+const (
+	ReasoningThinking = "thinking"          // Anthropic thinking, signed
+	ReasoningRedacted = "redacted_thinking" // Anthropic's encrypted thinking: Data only
+	ReasoningText     = "reasoning"         // an OpenAI-compatible server's reasoning_content
+)
+
+// Reasoning is one block of a model's reasoning.
+type Reasoning struct {
+	Type string `json:"type"`
+	// Text is the readable reasoning (a summary, for models that
+	// summarise).
+	Text string `json:"text,omitempty"`
+	// Signature is Anthropic's proof that Text is the model's own: a block
+	// sent back without it, or altered, is refused.
+	Signature string `json:"signature,omitempty"`
+	// Data is a redacted block's opaque content.
+	Data string `json:"data,omitempty"`
+}
+
+// Reasoning efforts a request may ask for.
+const (
+	EffortLow    = "low"
+	EffortMedium = "medium"
+	EffortHigh   = "high"
+)
+
+// ValidEffort says whether e is a reasoning effort ("" is none).
+func ValidEffort(e string) bool {
+	switch e {
+	case "", EffortLow, EffortMedium, EffortHigh:
+		return true
+	}
+	return false
 }
 
 // ToolCall is one call of a tool by the model.
@@ -63,6 +105,10 @@ type Request struct {
 	Messages  []Message
 	Tools     []Tool
 	MaxTokens int // 0: the adapter's default
+	// ReasoningEffort asks a reasoning model to think: OpenAI's
+	// reasoning_effort, an Anthropic thinking budget. "" sends nothing
+	// (the model's own default).
+	ReasoningEffort string
 }
 
 // Event types streamed during a call.
@@ -70,6 +116,7 @@ const (
 	EventText          = "text_delta"      // Text holds the next piece of assistant text
 	EventToolCallStart = "tool_call_start" // Index, ToolCallID and Name of a new call
 	EventToolCallDelta = "tool_call_delta" // Index and ArgsDelta: more of a call's JSON arguments
+	EventReasoning     = "reasoning_delta" // Text holds the next piece of reasoning
 )
 
 // Event is one streamed piece of a response.
@@ -94,10 +141,12 @@ type Usage struct {
 
 // Response is the complete answer of one call.
 type Response struct {
-	Text       string     `json:"text"`
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
-	StopReason string     `json:"stop_reason"` // "end", "tool_calls", "max_tokens"
-	Usage      Usage      `json:"usage"`
+	Text      string     `json:"text"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Reasoning are the reasoning blocks of the response, in order.
+	Reasoning  []Reasoning `json:"reasoning,omitempty"`
+	StopReason string      `json:"stop_reason"` // "end", "tool_calls", "max_tokens"
+	Usage      Usage       `json:"usage"`
 }
 
 // Provider is a model behind an API.

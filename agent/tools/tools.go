@@ -212,3 +212,13 @@ func fsResult(err error, guest string) (*Result, error) {
 	}
 	return nil, err
 }
+
+// Names are the names of every built-in tool, sorted (what a profile's
+// tool set is checked against).
+func Names() []string {
+	var out []string
+	for _, t := range All() {
+		out = append(out, t.Name())
+	}
+	return out
+}

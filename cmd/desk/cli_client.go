@@ -28,6 +28,7 @@ func addClientCommands(root *cobra.Command, g *globals) {
 		archiveCmd(g),
 		sendCmd(g),
 		messageCmd(g),
+		profileCmd(g),
 		threadCmd(g),
 		queueCmd(g),
 		interruptCmd(g),

@@ -80,7 +80,7 @@ waits on). --no-wait prints the queued row and returns at once (0).`,
 // messageCmd reads a session's transcript and edits a sent message.
 func messageCmd(g *globals) *cobra.Command {
 	cmd := noun("message", "Read a session's transcript and edit a message you sent", "msg")
-	var branches bool
+	var branches, reasoning bool
 	ls := &cobra.Command{
 		Use:   "ls SES",
 		Short: "List the transcript's active branch (--branches: every branch, each message with its parent)",
@@ -97,6 +97,17 @@ func messageCmd(g *globals) *cobra.Command {
 			return out(cmd, g, ms, func(w io.Writer) {
 				t := newTable(w, "ID", "SEQ", "PARENT", "ROLE", "TEXT")
 				for _, m := range ms {
+					if reasoning {
+						// The model's reasoning, labelled, on its own row
+						// ahead of what it led to.
+						for _, r := range m.Reasoning() {
+							text := r.Text
+							if r.Type == "redacted_thinking" {
+								text = "(redacted by the provider)"
+							}
+							t.row("", "", "", "reasoning", clip(strings.Join(strings.Fields(text), " "), 120))
+						}
+					}
 					t.row(m.ID, fmt.Sprint(m.Seq), orDash(m.ParentID), m.Role, messageText(m))
 				}
 				t.flush()
@@ -104,6 +115,7 @@ func messageCmd(g *globals) *cobra.Command {
 		},
 	}
 	ls.Flags().BoolVar(&branches, "branches", false, "every branch of the transcript tree, not only the active one")
+	ls.Flags().BoolVar(&reasoning, "reasoning", false, "show the model's reasoning (labelled rows) before the messages it led to")
 	edit := &cobra.Command{
 		Use:   "edit SES MSG TEXT...",
 		Short: "Edit and resend a message you sent: the revision starts a new branch from its parent; the original branch stays",

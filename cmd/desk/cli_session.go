@@ -16,7 +16,7 @@ import (
 func sessionCmd(g *globals) *cobra.Command {
 	cmd := noun("session", "Create, list, organise and delete sessions", "ses")
 
-	var actor, title, model, scriptFile, runtimeName string
+	var actor, title, model, scriptFile, runtimeName, profile, effort string
 	create := &cobra.Command{
 		Use:   "create <ws>",
 		Short: "Create a session in a workspace",
@@ -33,7 +33,7 @@ session takes its script from --script FILE ("-" for stdin): {"steps":[…]}.`,
 			if err != nil {
 				return err
 			}
-			in := client.SessionCreate{Actor: actor, Title: title, Model: model, Runtime: runtimeName}
+			in := client.SessionCreate{Actor: actor, Title: title, Model: model, Runtime: runtimeName, Profile: profile, ReasoningEffort: effort}
 			if scriptFile != "" {
 				var b []byte
 				if scriptFile == "-" {
@@ -60,6 +60,8 @@ session takes its script from --script FILE ("-" for stdin): {"steps":[…]}.`,
 	create.Flags().StringVar(&title, "title", "", "session title")
 	create.Flags().StringVar(&model, "model", "", "the session's own model (default: the server's DESK_MODEL)")
 	create.Flags().StringVar(&runtimeName, "runtime", "", "a registered runtime (desk runtime ls) that runs the session's turns instead of desk's agent")
+	create.Flags().StringVar(&profile, "profile", "", "a profile of the workspace (desk profile ls) the session is made from")
+	create.Flags().StringVar(&effort, "reasoning-effort", "", "low, medium or high (a model declared as reasoning only)")
 	create.Flags().StringVar(&scriptFile, "script", "", "the script of a --model script session: a JSON file, or - for stdin")
 
 	var pinned, archived, all bool
@@ -120,6 +122,12 @@ session takes its script from --script FILE ("-" for stdin): {"steps":[…]}.`,
 				if s.Runtime != "" {
 					runs = "runtime " + s.Runtime
 				}
+				if s.ReasoningEffort != "" {
+					runs += ", reasoning " + s.ReasoningEffort
+				}
+				if s.Profile != "" {
+					runs += " (profile " + s.Profile + ")"
+				}
 				fields(o, "id", s.ID, "signature", s.Signature, "workspace", s.WorkspaceID, "actor", s.Actor,
 					"agent", runs, "title", orDash(s.Title), "pinned", yesNo(s.Pinned), "archived", yesNo(s.Archived),
 					"unread", yesNo(s.Unread), "lifecycle", s.Lifecycle,
@@ -152,6 +160,33 @@ session takes its script from --script FILE ("-" for stdin): {"steps":[…]}.`,
 			return patchSession(cmd, g, a[0], client.SessionPatch{Worktree: &name}, verb)
 		},
 	}
+
+	var setProfile, setModel, setEffort string
+	set := &cobra.Command{
+		Use:   "set <ses> [--profile P] [--model M] [--reasoning-effort E]",
+		Short: "Change a session's profile, model or reasoning effort from its next turn on (recorded in the transcript)",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			var p client.SessionPatch
+			fl := cmd.Flags()
+			if fl.Changed("profile") {
+				p.Profile = &setProfile
+			}
+			if fl.Changed("model") {
+				p.Model = &setModel
+			}
+			if fl.Changed("reasoning-effort") {
+				p.ReasoningEffort = &setEffort
+			}
+			if p.Profile == nil && p.Model == nil && p.ReasoningEffort == nil {
+				return usagef("give --profile, --model or --reasoning-effort")
+			}
+			return patchSession(cmd, g, a[0], p, "session set (from the next turn)")
+		},
+	}
+	set.Flags().StringVar(&setProfile, "profile", "", "a profile of the session's workspace")
+	set.Flags().StringVar(&setModel, "model", "", "a model the server offers (desk models)")
+	set.Flags().StringVar(&setEffort, "reasoning-effort", "", `low, medium, high, or "" for the model's default`)
 
 	flag := func(use, short, verb string, p func() client.SessionPatch) *cobra.Command {
 		return &cobra.Command{
@@ -217,7 +252,7 @@ session takes its script from --script FILE ("-" for stdin): {"steps":[…]}.`,
 		},
 	}
 
-	cmd.AddCommand(create, list, show, rename, worktree,
+	cmd.AddCommand(create, list, show, rename, worktree, set,
 		flag("pin", "Pin a session", "pinned session", func() client.SessionPatch { return client.SessionPatch{Pinned: ptr(true)} }),
 		flag("unpin", "Unpin a session", "unpinned session", func() client.SessionPatch { return client.SessionPatch{Pinned: ptr(false)} }),
 		flag("archive", "Archive a session (hidden from session list by default)", "archived session", func() client.SessionPatch { return client.SessionPatch{Archived: ptr(true)} }),

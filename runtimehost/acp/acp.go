@@ -234,7 +234,18 @@ func (c *conn) SessionUpdate(_ context.Context, n sdk.SessionNotification) error
 	switch {
 	case u.AgentMessageChunk != nil:
 		if t := u.AgentMessageChunk.Content.Text; t != nil && t.Text != "" {
-			sink.Text(t.Text)
+			text := t.Text
+			if rest, notices := wire.SplitNotices(text); len(notices) > 0 {
+				if _, ok := sink.(wire.Noticer); ok {
+					for _, n := range notices {
+						wire.Notify(sink, "warning", n)
+					}
+					text = rest
+				}
+			}
+			if text != "" {
+				sink.Text(text)
+			}
 		}
 	case u.ToolCall != nil:
 		tc := u.ToolCall

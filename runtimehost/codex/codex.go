@@ -474,7 +474,17 @@ func (c *conn) Prompt(ctx context.Context, text string, sink wire.Sink) (wire.Re
 		case "error":
 			if p.Error != nil && !p.WillRetry {
 				c.log.Warn("codex app-server: error", "message", p.Error.Message)
+				wire.Notify(sink, "error", p.Error.Message)
 			}
+		case "warning", "configWarning", "deprecationNotice":
+			// Codex's own notices: events of their own, never reply text.
+			var n struct {
+				Message string `json:"message"`
+				Summary string `json:"summary"`
+				Details string `json:"details"`
+			}
+			json.Unmarshal(m.Params, &n)
+			wire.Notify(sink, "warning", strings.TrimSpace(strings.Join([]string{n.Message, n.Summary, n.Details}, " ")))
 		case "turn/completed":
 			if p.Turn.ID != "" && res.Turn.ID != "" && p.Turn.ID != res.Turn.ID {
 				continue

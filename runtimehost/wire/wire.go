@@ -161,6 +161,48 @@ type Sink interface {
 	Permission(ctx context.Context, req PermissionRequest) (PermissionAnswer, error)
 }
 
+// Noticer is a Sink that takes the runtime's own warnings and notices
+// (a model it has no metadata for, a deprecated setting): they are events
+// of their own, never part of the reply.
+type Noticer interface {
+	Notice(level, text string)
+}
+
+// Notify gives a notice to sink when it takes notices; it reports whether
+// it did.
+func Notify(sink Sink, level, text string) bool {
+	n, ok := sink.(Noticer)
+	if ok && strings.TrimSpace(text) != "" {
+		n.Notice(level, strings.TrimSpace(text))
+	}
+	return ok
+}
+
+// noticeRE matches the warnings Codex prints into its reply stream when it
+// runs under codex-acp (its WarningEvent reaches the client as message
+// text): "Model metadata for `m` not found. Defaulting to fallback
+// metadata; this can degrade performance and cause issues."
+var noticeRE = regexp.MustCompile("(?s)\\s*(?:⚠\\s*)?(?:Warning: )?Model metadata for `[^`]*` not found\\. Defaulting to fallback metadata; this can degrade performance and cause issues\\.\\s*")
+
+// SplitNotices takes the runtime's known warnings out of a piece of reply
+// text: what remains of the reply, and the warnings.
+func SplitNotices(text string) (string, []string) {
+	locs := noticeRE.FindAllStringIndex(text, -1)
+	if locs == nil {
+		return text, nil
+	}
+	var rest strings.Builder
+	var notices []string
+	at := 0
+	for _, l := range locs {
+		rest.WriteString(text[at:l[0]])
+		notices = append(notices, strings.TrimSpace(text[l[0]:l[1]]))
+		at = l[1]
+	}
+	rest.WriteString(text[at:])
+	return rest.String(), notices
+}
+
 // Tool call kinds a transport maps its runtime's calls to.
 const (
 	ToolCommand = "command" // runs a shell command

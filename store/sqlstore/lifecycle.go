@@ -295,6 +295,7 @@ var purgeStatements = []string{
 	`DELETE FROM selection_groups WHERE workspace_id = ?`,
 	`DELETE FROM items WHERE workspace_id = ?`,
 	`DELETE FROM actor_usage WHERE workspace_id = ?`,
+	`DELETE FROM profiles WHERE workspace_id = ?`,
 	`DELETE FROM actor_tokens WHERE actor_id IN (SELECT id FROM actors WHERE workspace_id = ?)`,
 	// A session's model script is its instructions, not its identity.
 	`UPDATE sessions SET script = '', focus = '' WHERE workspace_id = ?`,

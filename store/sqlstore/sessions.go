@@ -3,20 +3,28 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"strings"
 
 	"github.com/desk-runtime/desk"
 )
 
-const sessionCols = `id, signature, workspace_id, actor_id, title, pinned, archived, unread, lifecycle, origin, deleting, created_at, updated_at, surface_id, reconstructed_from, model, runtime, native_id, worktree`
+const sessionCols = `id, signature, workspace_id, actor_id, title, pinned, archived, unread, lifecycle, origin, deleting, created_at, updated_at, surface_id, reconstructed_from, model, runtime, native_id, worktree, profile, profile_snapshot, reasoning_effort`
 
 func scanSession(r interface{ Scan(...any) error }) (*desk.Session, error) {
 	var x desk.Session
-	var origin string
+	var origin, snap string
 	var c, u int64
 	if err := r.Scan(&x.ID, &x.Signature, &x.WorkspaceID, &x.Actor, &x.Title, &x.Pinned, &x.Archived,
-		&x.Unread, &x.Lifecycle, &origin, &x.Deleting, &c, &u, &x.SurfaceID, &x.ReconstructedFrom, &x.Model, &x.Runtime, &x.NativeID, &x.Worktree); err != nil {
+		&x.Unread, &x.Lifecycle, &origin, &x.Deleting, &c, &u, &x.SurfaceID, &x.ReconstructedFrom, &x.Model, &x.Runtime, &x.NativeID, &x.Worktree,
+		&x.Profile, &snap, &x.ReasoningEffort); err != nil {
 		return nil, err
+	}
+	if snap != "" {
+		x.ProfileSnapshot = new(desk.ProfileSpec)
+		if err := json.Unmarshal([]byte(snap), x.ProfileSnapshot); err != nil {
+			return nil, err
+		}
 	}
 	o, err := decodeOrigin(origin)
 	if err != nil {
@@ -33,10 +41,10 @@ func (s *DB) CreateSession(ctx context.Context, x *desk.Session) error {
 		x.SurfaceID = desk.NewID(desk.PrefixSurface)
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := s.exec(ctx, tx, `INSERT INTO sessions (`+sessionCols+`, script) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := s.exec(ctx, tx, `INSERT INTO sessions (`+sessionCols+`, script) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			x.ID, x.Signature, x.WorkspaceID, x.Actor, x.Title, x.Pinned, x.Archived, x.Unread, x.Lifecycle,
 			encodeJSON(x.Origin), false, micros(x.CreatedAt), micros(x.UpdatedAt), x.SurfaceID, x.ReconstructedFrom,
-			x.Model, x.Runtime, x.NativeID, x.Worktree, string(x.Script))
+			x.Model, x.Runtime, x.NativeID, x.Worktree, x.Profile, snapshotJSON(x.ProfileSnapshot), x.ReasoningEffort, string(x.Script))
 		if err != nil {
 			return s.conflict(err, "session "+x.ID+" already exists")
 		}
@@ -117,6 +125,15 @@ func (s *DB) UpdateSession(ctx context.Context, id string, u desk.SessionUpdate)
 	if u.Worktree != nil {
 		set, args = append(set, "worktree = ?"), append(args, *u.Worktree)
 	}
+	if u.Model != nil {
+		set, args = append(set, "model = ?"), append(args, *u.Model)
+	}
+	if u.ReasoningEffort != nil {
+		set, args = append(set, "reasoning_effort = ?"), append(args, *u.ReasoningEffort)
+	}
+	if u.Profile != nil {
+		set, args = append(set, "profile = ?", "profile_snapshot = ?"), append(args, *u.Profile, snapshotJSON(u.ProfileSnapshot))
+	}
 	args = append(args, id, false)
 	// Every page showing the session's row (another tab, another person)
 	// learns of the change from the event committed with it.
@@ -138,6 +155,15 @@ func (s *DB) UpdateSession(ctx context.Context, id string, u desk.SessionUpdate)
 	}
 	if u.Worktree != nil {
 		changed["worktree"] = *u.Worktree
+	}
+	if u.Model != nil {
+		changed["model"] = *u.Model
+	}
+	if u.ReasoningEffort != nil {
+		changed["reasoning_effort"] = *u.ReasoningEffort
+	}
+	if u.Profile != nil {
+		changed["profile"] = *u.Profile
 	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		res, err := s.exec(ctx, tx, `UPDATE sessions SET `+strings.Join(set, ", ")+` WHERE id = ? AND deleting = ?`, args...)
@@ -203,4 +229,13 @@ func (s *DB) ListDeletingSessions(ctx context.Context) ([]*desk.Session, error) 
 		return nil, err
 	}
 	return collect(rows, scanSession)
+}
+
+// snapshotJSON is a session's profile snapshot as stored (” for none).
+func snapshotJSON(p *desk.ProfileSpec) string {
+	if p == nil {
+		return ""
+	}
+	b, _ := json.Marshal(p)
+	return string(b)
 }

@@ -37,6 +37,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("TranscriptPages", func(t *testing.T) { testTranscriptPages(t, open(t)) })
 	t.Run("Owners", func(t *testing.T) { testOwners(t, open(t)) })
 	t.Run("Fence", func(t *testing.T) { testFence(t, open(t)) })
+	t.Run("Profiles", func(t *testing.T) { testProfiles(t, open(t)) })
 	t.Run("Routines", func(t *testing.T) { testRoutines(t, open(t)) })
 	t.Run("Dispatches", func(t *testing.T) { testDispatches(t, open(t)) })
 	t.Run("Webhooks", func(t *testing.T) { testWebhooks(t, open(t)) })

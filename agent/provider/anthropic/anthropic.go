@@ -126,6 +126,14 @@ func New(opts Options) *Provider {
 	}
 }
 
+// ThinkingBudget maps a reasoning effort to an extended-thinking budget
+// in tokens (the API's minimum is 1024).
+var ThinkingBudget = map[string]int{
+	provider.EffortLow:    2048,
+	provider.EffortMedium: 8192,
+	provider.EffortHigh:   16384,
+}
+
 // contextWindows by model prefix (the longest prefix wins). Every Claude 3
 // and 4 model has 200k by default (some offer 1M behind a beta flag, which
 // desk does not send).
@@ -225,6 +233,18 @@ func (p *Provider) params(req provider.Request) (sdk.MessageNewParams, error) {
 				add(true, false, sdk.NewTextBlock(m.Content))
 			}
 		case provider.RoleAssistant:
+			// Thinking blocks go back first and unaltered, with their
+			// signatures: in a tool loop the API refuses an assistant
+			// message that dropped them. Unsigned reasoning (another
+			// provider's) cannot be sent as a thinking block.
+			for _, r := range m.Reasoning {
+				switch {
+				case r.Type == provider.ReasoningThinking && r.Signature != "":
+					add(false, false, sdk.NewThinkingBlock(r.Signature, r.Text))
+				case r.Type == provider.ReasoningRedacted && r.Data != "":
+					add(false, false, sdk.NewRedactedThinkingBlock(r.Data))
+				}
+			}
 			if m.Content != "" {
 				add(false, false, sdk.NewTextBlock(m.Content))
 			}
@@ -253,6 +273,16 @@ func (p *Provider) params(req provider.Request) (sdk.MessageNewParams, error) {
 	params := sdk.MessageNewParams{
 		Model:     sdk.Model(req.Model),
 		MaxTokens: int64(p.maxTokensFor(req)),
+	}
+	if req.ReasoningEffort != "" {
+		budget, ok := ThinkingBudget[req.ReasoningEffort]
+		if !ok {
+			return params, fmt.Errorf("reasoning effort %q: must be low, medium or high", req.ReasoningEffort)
+		}
+		// The budget is part of max_tokens and must stay below it: the
+		// answer keeps the room it had without thinking.
+		params.Thinking = sdk.ThinkingConfigParamOfEnabled(int64(budget))
+		params.MaxTokens += int64(budget)
 	}
 	for _, t := range turns {
 		if t.user {
@@ -359,6 +389,7 @@ func (p *Provider) once(ctx context.Context, model string, params sdk.MessageNew
 		stopped bool
 		usage   provider.Usage
 		calls   = map[int64]int{}    // content block index → tool call index
+		reason  = map[int64]int{}    // content block index → reasoning block index
 		initial = map[int64]string{} // a tool_use block's input given whole at its start
 		deltas  = map[int64]bool{}   // the block's input came as deltas
 	)
@@ -375,6 +406,13 @@ func (p *Provider) once(ctx context.Context, model string, params sdk.MessageNew
 			switch cb.Type {
 			case "text":
 				asm.Text(cb.Text)
+			case "thinking":
+				reason[ev.Index] = asm.StartReasoning(provider.ReasoningThinking)
+				asm.ReasoningText(reason[ev.Index], cb.Thinking)
+				asm.ReasoningSignature(reason[ev.Index], cb.Signature)
+			case "redacted_thinking":
+				i := asm.StartReasoning(provider.ReasoningRedacted)
+				asm.ReasoningData(i, cb.Data)
 			case "tool_use":
 				calls[ev.Index] = asm.StartToolCall(cb.ID, cb.Name)
 				if in, err := json.Marshal(cb.Input); err == nil && string(in) != "{}" && string(in) != "null" {
@@ -385,6 +423,14 @@ func (p *Provider) once(ctx context.Context, model string, params sdk.MessageNew
 			switch ev.Delta.Type {
 			case "text_delta":
 				asm.Text(ev.Delta.Text)
+			case "thinking_delta":
+				if i, ok := reason[ev.Index]; ok {
+					asm.ReasoningText(i, ev.Delta.Thinking)
+				}
+			case "signature_delta":
+				if i, ok := reason[ev.Index]; ok {
+					asm.ReasoningSignature(i, ev.Delta.Signature)
+				}
 			case "input_json_delta":
 				if i, ok := calls[ev.Index]; ok {
 					deltas[ev.Index] = true

@@ -240,6 +240,20 @@ func (p *Provider) params(req provider.Request) (sdk.ChatCompletionNewParams, er
 	if req.System != "" {
 		params.Messages = append(params.Messages, sdk.SystemMessage(req.System))
 	}
+	if req.ReasoningEffort != "" {
+		if !provider.ValidEffort(req.ReasoningEffort) {
+			return params, fmt.Errorf("reasoning effort %q: must be low, medium or high", req.ReasoningEffort)
+		}
+		params.ReasoningEffort = shared.ReasoningEffort(req.ReasoningEffort)
+	}
+	// An OpenAI-compatible reasoning server (DeepSeek's thinking mode)
+	// wants an assistant message's reasoning_content back within the tool
+	// loop of the turn in progress, and not from earlier turns; OpenAI's
+	// Chat Completions returns no reasoning and refuses the field.
+	loopFrom := len(req.Messages)
+	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role != provider.RoleUser; i-- {
+		loopFrom = i
+	}
 	for i, m := range req.Messages {
 		switch m.Role {
 		case provider.RoleUser:
@@ -267,6 +281,17 @@ func (p *Provider) params(req provider.Request) (sdk.ChatCompletionNewParams, er
 						},
 					},
 				})
+			}
+			if p.name == NameCompatible && i >= loopFrom {
+				var rc strings.Builder
+				for _, r := range m.Reasoning {
+					if r.Type == provider.ReasoningText {
+						rc.WriteString(r.Text)
+					}
+				}
+				if rc.Len() > 0 {
+					a.SetExtraFields(map[string]any{"reasoning_content": rc.String()})
+				}
 			}
 			params.Messages = append(params.Messages, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
 		case provider.RoleTool:
@@ -348,6 +373,17 @@ func (p *Provider) once(ctx context.Context, model string, params sdk.ChatComple
 		for _, choice := range chunk.Choices {
 			if choice.Index != 0 {
 				continue // only one choice is ever asked for
+			}
+			// Reasoning servers (DeepSeek, vLLM, Ollama's OpenAI door)
+			// stream the model's thinking as reasoning_content (some as
+			// reasoning) ahead of the answer.
+			for _, k := range []string{"reasoning_content", "reasoning"} {
+				if f, ok := choice.Delta.JSON.ExtraFields[k]; ok {
+					var r string
+					if json.Unmarshal([]byte(f.Raw()), &r) == nil {
+						asm.ReasoningText(-1, r)
+					}
+				}
 			}
 			asm.Text(choice.Delta.Content)
 			asm.Text(choice.Delta.Refusal)

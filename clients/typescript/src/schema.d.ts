@@ -1640,6 +1640,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{ws}/profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the workspace's agent profiles, with desk's defaults it does not replace. */
+        get: operations["get_workspaces_ws_profiles"];
+        put?: never;
+        /** Create an agent profile: executor (a declared model or a registered runtime), reasoning effort, approval mode, instructions, tool set and handler-thread profile. A field naming something the operator did not declare is 400 naming it. */
+        post: operations["post_workspaces_ws_profiles"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{ws}/profiles/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One agent profile. */
+        get: operations["get_workspaces_ws_profiles_name"];
+        /** Replace an agent profile (or store one replacing a default). Sessions made from it keep their snapshot. */
+        put: operations["put_workspaces_ws_profiles_name"];
+        post?: never;
+        /** Remove an agent profile; desk's defaults cannot be removed. Sessions made from it keep their snapshot. */
+        delete: operations["delete_workspaces_ws_profiles_name"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workspaces/{ws}/purge": {
         parameters: {
             query?: never;
@@ -2915,6 +2952,73 @@ export interface components {
             /** @description ignored: provenance is stamped by the server from the token */
             origin?: unknown;
         };
+        /** @description Profile is a workspace's named way to run an agent (svvy's agent profiles): which executor runs the turns — desk's agent with a model the operator declared, or a runtime the admin registered — how hard it reasons, how its tool calls are approved, what it is told, which tools it has, and which profile its handler threads run. */
+        Profile: {
+            /** @description ApprovalMode overrides the workspace's approval mode for the profile's sessions: user, auto-review or full-access ("" keeps the workspace's). */
+            approval_mode?: string;
+            /** @description Builtin marks one of desk's default profiles (not stored; a workspace's own profile of the same name replaces it). */
+            builtin?: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /** @description Instructions are appended to the agent's system prompt. */
+            instructions?: string;
+            /** @description Model is one of the operator's declared models (GET /v1/models); "" is the default model. Not with Runtime. */
+            model?: string;
+            /** @description Name is unique in the workspace: [a-z0-9][a-z0-9._-]{0,63}. */
+            name: string;
+            /** @description ReasoningEffort is low, medium or high ("" the model's default), for a model declared as reasoning (DESK_MODELS "…;reasoning"): OpenAI's reasoning_effort, an Anthropic thinking budget. */
+            reasoning_effort?: string;
+            /** @description Runtime names a registered runtime (GET /v1/runtimes) that runs the turns instead of desk's agent. Not with Model. */
+            runtime?: string;
+            /** @description ThreadProfile is the profile the handler threads of thread_start run ("" for this one). */
+            thread_profile?: string;
+            /** @description Tools is the tool set: empty for all of desk's tools, else the names of the only tools offered. */
+            tools?: string[];
+            /** Format: date-time */
+            updated_at: string;
+            workspace_id: string;
+        };
+        /** @description ProfileCreate is the body of POST /v1/workspaces/{ws}/profiles and PUT /v1/workspaces/{ws}/profiles/{name} (whose path names it). */
+        ProfileCreate: {
+            /** @description ApprovalMode overrides the workspace's approval mode for the profile's sessions: user, auto-review or full-access ("" keeps the workspace's). */
+            approval_mode?: string;
+            /** @description Instructions are appended to the agent's system prompt. */
+            instructions?: string;
+            /** @description Model is one of the operator's declared models (GET /v1/models); "" is the default model. Not with Runtime. */
+            model?: string;
+            name?: string;
+            /** @description ignored: provenance is stamped by the server from the token */
+            origin?: unknown;
+            /** @description ReasoningEffort is low, medium or high ("" the model's default), for a model declared as reasoning (DESK_MODELS "…;reasoning"): OpenAI's reasoning_effort, an Anthropic thinking budget. */
+            reasoning_effort?: string;
+            /** @description Runtime names a registered runtime (GET /v1/runtimes) that runs the turns instead of desk's agent. Not with Model. */
+            runtime?: string;
+            /** @description ThreadProfile is the profile the handler threads of thread_start run ("" for this one). */
+            thread_profile?: string;
+            /** @description Tools is the tool set: empty for all of desk's tools, else the names of the only tools offered. */
+            tools?: string[];
+        };
+        /** @description ProfileList lists a workspace's profiles. */
+        ProfileList: {
+            profiles: components["schemas"]["Profile"][];
+        };
+        /** @description ProfileSpec is what a profile sets. */
+        ProfileSpec: {
+            /** @description ApprovalMode overrides the workspace's approval mode for the profile's sessions: user, auto-review or full-access ("" keeps the workspace's). */
+            approval_mode?: string;
+            /** @description Instructions are appended to the agent's system prompt. */
+            instructions?: string;
+            /** @description Model is one of the operator's declared models (GET /v1/models); "" is the default model. Not with Runtime. */
+            model?: string;
+            /** @description ReasoningEffort is low, medium or high ("" the model's default), for a model declared as reasoning (DESK_MODELS "…;reasoning"): OpenAI's reasoning_effort, an Anthropic thinking budget. */
+            reasoning_effort?: string;
+            /** @description Runtime names a registered runtime (GET /v1/runtimes) that runs the turns instead of desk's agent. Not with Model. */
+            runtime?: string;
+            /** @description ThreadProfile is the profile the handler threads of thread_start run ("" for this one). */
+            thread_profile?: string;
+            /** @description Tools is the tool set: empty for all of desk's tools, else the names of the only tools offered. */
+            tools?: string[];
+        };
         /** @description PurgeRequest confirms a purge by repeating the workspace id. */
         PurgeRequest: {
             confirm: string;
@@ -3182,6 +3286,11 @@ export interface components {
             native_id?: string;
             origin: components["schemas"]["Origin"];
             pinned: boolean;
+            /** @description Profile names the profile the session runs, and ProfileSnapshot is that profile as it was when the session took it: later edits of the profile do not change the session. */
+            profile?: string;
+            profile_snapshot?: components["schemas"]["ProfileSpec"];
+            /** @description ReasoningEffort is how hard the session's model reasons (low, medium, high; "" the model's default). */
+            reasoning_effort?: string;
             /** @description ReconstructedFrom names the unavailable target a reconstructed session stands in for; such a session is never presented as the original author. */
             reconstructed_from?: string;
             /** @description Runtime names the registered external runtime that runs the session's turns; empty means desk's own agent. */
@@ -3205,6 +3314,13 @@ export interface components {
             model?: string;
             /** @description ignored: provenance is stamped by the server from the token */
             origin?: unknown;
+            /** @description Profile names one of the workspace's profiles (GET /v1/workspaces/{ws}/profiles) the session is made from; the session keeps a snapshot of it. Model, runtime and reasoning_effort given here override the profile's. */
+            profile?: string;
+            /**
+             * @description ReasoningEffort is low, medium or high, for a model the operator declared as reasoning; refused (400) for any other.
+             * @enum {string}
+             */
+            reasoning_effort?: "" | "low" | "medium" | "high";
             /** @description Runtime names a registered runtime (GET /v1/runtimes) that runs the session's turns instead of desk's agent; no model or script with it. There is deliberately no argv here. */
             runtime?: string;
             /** @description Script is the script of a script session: {"steps":[{"text"?, "tool_calls"?:[{"name","arguments"}], "delay_ms"?}]}. */
@@ -3218,9 +3334,14 @@ export interface components {
         /** @description SessionPatch is the body of PATCH /v1/sessions/{ses}; an absent field is left as it is. */
         SessionPatch: {
             archived?: boolean;
+            model?: string;
             /** @description ignored: provenance is stamped by the server from the token */
             origin?: unknown;
             pinned?: boolean;
+            /** @description Profile, Model and ReasoningEffort change the session's agent from its next turn on (never the turn running now), recorded in the transcript as a marker message. Profile takes the named profile's snapshot (its model and reasoning effort too, unless given here); model must be one GET /v1/models lists; reasoning_effort ("" for the model's default) needs a model declared as reasoning. A runtime session changes neither model nor effort. */
+            profile?: string;
+            /** @enum {string} */
+            reasoning_effort?: "" | "low" | "medium" | "high";
             title?: string;
             unread?: boolean;
             /** @description Worktree binds the session to the git worktree of this name of the workspace's checkout (made with git worktree add under worktrees/<name> on the branch <name> when missing); "" binds it back to the checkout. Seen from the session's next turn on. */
@@ -7520,6 +7641,178 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["LifecycleResult"];
                 };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_workspaces_ws_profiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description workspace id (ws_…) */
+                ws: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileList"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_workspaces_ws_profiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description workspace id (ws_…) */
+                ws: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProfileCreate"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Profile"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_workspaces_ws_profiles_name: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description workspace id (ws_…) */
+                ws: string;
+                /** @description runtime name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Profile"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_workspaces_ws_profiles_name: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description workspace id (ws_…) */
+                ws: string;
+                /** @description runtime name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProfileCreate"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Profile"];
+                };
+            };
+            /** @description An error; see the code for what went wrong. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_workspaces_ws_profiles_name: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description workspace id (ws_…) */
+                ws: string;
+                /** @description runtime name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description An error; see the code for what went wrong. */
             default: {

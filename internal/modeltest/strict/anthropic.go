@@ -2,6 +2,10 @@ package strict
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,17 +16,101 @@ import (
 
 // MessagesRequest is a decoded Anthropic Messages request.
 type MessagesRequest struct {
-	Model     string                     `json:"model"`
-	MaxTokens int                        `json:"max_tokens"`
-	System    []Block                    `json:"system"` // a string system prompt is one text block
-	Messages  []AnthropicTurn            `json:"messages"`
-	Tools     []AnthropicTool            `json:"tools"`
-	Stream    bool                       `json:"stream"`
-	Fields    map[string]json.RawMessage `json:"-"`
+	Model     string          `json:"model"`
+	MaxTokens int             `json:"max_tokens"`
+	System    []Block         `json:"system"` // a string system prompt is one text block
+	Messages  []AnthropicTurn `json:"messages"`
+	Tools     []AnthropicTool `json:"tools"`
+	Stream    bool            `json:"stream"`
+	// Thinking is the extended-thinking setting, when the request sent
+	// one.
+	Thinking *ThinkingConfig            `json:"-"`
+	Fields   map[string]json.RawMessage `json:"-"`
 	// CountTokens marks a POST /v1/messages/count_tokens (which Claude
 	// Code calls, e.g. to size MCP tools): answered with a count, never
 	// through the script.
 	CountTokens bool `json:"-"`
+}
+
+// ThinkingConfig is a request's thinking field.
+type ThinkingConfig struct {
+	Type         string `json:"type"` // enabled, disabled, adaptive
+	BudgetTokens int    `json:"budget_tokens"`
+}
+
+// ThinkingEnabled says the request asked the model to think.
+func (r *MessagesRequest) ThinkingEnabled() bool {
+	return r != nil && r.Thinking != nil && (r.Thinking.Type == "enabled" || r.Thinking.Type == "adaptive")
+}
+
+// thinkingKey signs the thinking blocks this process's servers send.
+var thinkingKey = func() []byte {
+	k := make([]byte, 32)
+	rand.Read(k)
+	return k
+}()
+
+// Sign is the signature the strict Anthropic server gives a thinking block
+// of this text: a block sent back with another signature, or with its text
+// changed, is refused, as the real API refuses it.
+func Sign(thinking string) string {
+	m := hmac.New(sha256.New, thinkingKey)
+	m.Write([]byte(thinking))
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// checkThinking enforces the API's rules for thinking blocks: every
+// thinking block sent back carries the signature it was given for exactly
+// its text, and when thinking is on, the assistant message of the tool
+// loop in progress (whose tool_results end the request) starts with the
+// thinking block it was answered with. signed maps the tool_use ids the
+// server sent with a signed thinking block to that block's signature.
+func checkThinking(req *MessagesRequest, signed map[string]string) *APIError {
+	if req == nil {
+		return nil
+	}
+	for i, m := range req.Messages {
+		for j, b := range m.Content {
+			if b.Type == "thinking" && !hmac.Equal([]byte(b.Signature), []byte(Sign(b.Text))) {
+				return anthropicErr("messages.%d.content.%d: Invalid `signature` in `thinking` block", i, j)
+			}
+		}
+	}
+	n := len(req.Messages)
+	if !req.ThinkingEnabled() || n < 2 || req.Messages[n-1].Role != "user" {
+		return nil
+	}
+	last := req.Messages[n-1]
+	loop := false
+	for _, b := range last.Content {
+		if b.Type == "tool_result" {
+			loop = true
+		}
+	}
+	if !loop {
+		return nil
+	}
+	asst := req.Messages[n-2]
+	want := ""
+	for _, b := range asst.Content {
+		if b.Type == "tool_use" && signed[b.ID] != "" {
+			want = signed[b.ID]
+		}
+	}
+	if want == "" {
+		return nil
+	}
+	first := "nothing"
+	if len(asst.Content) > 0 {
+		first = asst.Content[0].Type
+	}
+	if first != "thinking" && first != "redacted_thinking" {
+		return anthropicErr("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking", n-2, first)
+	}
+	if asst.Content[0].Signature != want {
+		return anthropicErr("messages.%d.content.0: the thinking block is not the one this tool call was made with: thinking blocks must be passed back unmodified", n-2)
+	}
+	return nil
 }
 
 // AnthropicTurn is one message (a string content is one text block).
@@ -41,6 +129,8 @@ type Block struct {
 	Input     json.RawMessage `json:"input"`
 	ToolUseID string          `json:"tool_use_id"`
 	IsError   bool            `json:"is_error"`
+	Signature string          `json:"signature"` // a thinking block's
+	Data      string          `json:"data"`      // a redacted_thinking block's
 }
 
 // AnthropicTool is a declared (custom) tool.
@@ -201,6 +291,35 @@ func checkAnthropic(r *http.Request, body []byte, key string) (*MessagesRequest,
 	var stops []string
 	if e := field(top, "", "stop_sequences", false, &stops, "a valid list of strings"); e != nil {
 		return nil, e
+	}
+	if raw, ok := top["thinking"]; ok {
+		m, e := object(raw, "thinking", []string{"type", "budget_tokens", "display"})
+		if e != nil {
+			return nil, e
+		}
+		var tc ThinkingConfig
+		if e := field(m, "thinking", "type", true, &tc.Type, "'enabled', 'disabled' or 'adaptive'"); e != nil {
+			return nil, e
+		}
+		switch tc.Type {
+		case "enabled":
+			if e := field(m, "thinking", "budget_tokens", true, &tc.BudgetTokens, "a valid integer"); e != nil {
+				return nil, e
+			}
+			if tc.BudgetTokens < 1024 {
+				return nil, anthropicErr("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+			}
+			if !count && tc.BudgetTokens >= req.MaxTokens {
+				return nil, anthropicErr("`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size")
+			}
+		case "disabled", "adaptive":
+			if _, ok := m["budget_tokens"]; ok {
+				return nil, anthropicErr("thinking.%s.budget_tokens: Extra inputs are not permitted", tc.Type)
+			}
+		default:
+			return nil, anthropicErr("thinking.type: Input tag '%s' found using 'type' does not match any of the expected tags: 'enabled', 'disabled', 'adaptive'", tc.Type)
+		}
+		req.Thinking = &tc
 	}
 	// system: a string or a list of text blocks.
 	if raw, ok := top["system"]; ok {
@@ -424,6 +543,17 @@ func block(raw json.RawMessage, path string, allowed []string) (Block, *APIError
 				return b, anthropicErr("%s.source.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'", path)
 			}
 		}
+	case "thinking":
+		if e := field(m, path, "thinking", true, &b.Text, "a valid string"); e != nil {
+			return b, e
+		}
+		if e := field(m, path, "signature", true, &b.Signature, "a valid string"); e != nil {
+			return b, e
+		}
+	case "redacted_thinking":
+		if e := field(m, path, "data", true, &b.Data, "a valid string"); e != nil {
+			return b, e
+		}
 	case "tool_use":
 		if e := field(m, path, "id", true, &b.ID, "a valid string"); e != nil {
 			return b, e
@@ -490,8 +620,12 @@ func answerAnthropic(w http.ResponseWriter, req *MessagesRequest, reply Reply, n
 		}
 	}
 	uncached := max(reply.Usage.Input-reply.Usage.Cached, 0)
+	thinking := reply.Reasoning != "" && req.ThinkingEnabled()
 	if !req.Stream {
 		var content []any
+		if thinking {
+			content = append(content, map[string]any{"type": "thinking", "thinking": reply.Reasoning, "signature": Sign(reply.Reasoning)})
+		}
 		if reply.Text != "" {
 			content = append(content, map[string]any{"type": "text", "text": reply.Text})
 		}
@@ -516,6 +650,18 @@ func answerAnthropic(w http.ResponseWriter, req *MessagesRequest, reply Reply, n
 	}})
 	s.event("ping", map[string]any{"type": "ping"})
 	idx := 0
+	if thinking {
+		s.event("content_block_start", map[string]any{"type": "content_block_start", "index": idx,
+			"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+		for _, p := range pieces(reply.Reasoning) {
+			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx,
+				"delta": map[string]any{"type": "thinking_delta", "thinking": p}})
+		}
+		s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx,
+			"delta": map[string]any{"type": "signature_delta", "signature": Sign(reply.Reasoning)}})
+		s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
+		idx++
+	}
 	if reply.Text != "" {
 		s.event("content_block_start", map[string]any{"type": "content_block_start", "index": idx,
 			"content_block": map[string]any{"type": "text", "text": ""}})

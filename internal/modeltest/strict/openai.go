@@ -25,8 +25,9 @@ type ChatRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	MaxTokens           *int `json:"max_tokens"`
-	MaxCompletionTokens *int `json:"max_completion_tokens"`
+	MaxTokens           *int   `json:"max_tokens"`
+	MaxCompletionTokens *int   `json:"max_completion_tokens"`
+	ReasoningEffort     string `json:"reasoning_effort"`
 
 	Fields map[string]json.RawMessage `json:"-"`
 }
@@ -39,6 +40,9 @@ type ChatMessage struct {
 	ToolCalls  []ChatToolCall  `json:"tool_calls"`
 	ToolCallID string          `json:"tool_call_id"`
 	Name       string          `json:"name"`
+	// ReasoningContent is an assistant message's reasoning, which only a
+	// server that AcceptReasoningContent takes.
+	ReasoningContent string `json:"reasoning_content"`
 
 	Text string `json:"-"`
 }
@@ -247,7 +251,7 @@ func openaiErr(param, code, format string, args ...any) *APIError {
 }
 
 // checkOpenAI validates a Chat Completions request as the real API does.
-func checkOpenAI(r *http.Request, body []byte, key string) (*ChatRequest, *APIError) {
+func checkOpenAI(r *http.Request, body []byte, key string, reasoningContent bool) (*ChatRequest, *APIError) {
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		return nil, &APIError{Status: http.StatusNotFound, Type: "invalid_request_error",
 			Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path)}
@@ -287,6 +291,13 @@ func checkOpenAI(r *http.Request, body []byte, key string) (*ChatRequest, *APIEr
 	for i, m := range msgs {
 		mm, _ := m.(map[string]any)
 		role, _ := mm["role"].(string)
+		if role == "assistant" && reasoningContent {
+			if _, ok := mm["reasoning_content"].(string); ok {
+				// The compatible server's extension: checked as a string,
+				// the rest against OpenAI's schema (the body decodes it).
+				delete(mm, "reasoning_content")
+			}
+		}
 		s := sch.roles[role]
 		if s == nil {
 			return nil, openaiErr(fmt.Sprintf("messages.[%d].role", i), "invalid_value",
@@ -450,6 +461,9 @@ func answerOpenAI(w http.ResponseWriter, req *ChatRequest, reply Reply, n int) {
 		s.event("", c)
 	}
 	chunk(map[string]any{"role": "assistant", "content": "", "refusal": nil}, nil)
+	for _, p := range pieces(reply.Reasoning) {
+		chunk(map[string]any{"reasoning_content": p}, nil)
+	}
 	for _, p := range pieces(reply.Text) {
 		chunk(map[string]any{"content": p}, nil)
 	}

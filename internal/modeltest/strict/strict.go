@@ -38,6 +38,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -53,6 +54,11 @@ import (
 type Reply struct {
 	// Text is the assistant's text, streamed in pieces.
 	Text string
+	// Reasoning is the model's reasoning, streamed ahead of the text: an
+	// Anthropic thinking block, signed by the server (only when the
+	// request enabled thinking, as the real API), or an OpenAI-compatible
+	// server's reasoning_content deltas.
+	Reasoning string
 	// ToolCalls are the calls the answer makes, in order.
 	ToolCalls []Call
 	// Usage is reported with the answer (OpenAI: only when the request
@@ -227,13 +233,20 @@ type Server struct {
 	// URL is URL+"/v1"; the Anthropic base URL is URL.
 	URL string
 
-	kind    string // "openai" or "anthropic"
-	mu      sync.Mutex
-	replies []Reply
-	respond func(Request) Reply
-	key     string
-	reqs    []Request
-	calls   int // ids handed out
+	kind string // "openai" or "anthropic"
+	mu   sync.Mutex
+	// signedCalls are the tool_use ids the server answered together with a
+	// signed thinking block, with that block's signature: a tool loop
+	// that sends one back must start its assistant message with it.
+	signedCalls map[string]string
+	// reasoningContent: assistant messages may carry reasoning_content
+	// (an OpenAI-compatible server such as DeepSeek's).
+	reasoningContent bool
+	replies          []Reply
+	respond          func(Request) Reply
+	key              string
+	reqs             []Request
+	calls            int // ids handed out
 }
 
 // NewOpenAI starts a strict Chat Completions server (closed when the test
@@ -282,6 +295,15 @@ func (s *Server) Respond(f func(Request) Reply) {
 	s.respond = f
 }
 
+// AcceptReasoningContent makes an OpenAI server take reasoning_content
+// on assistant messages, as OpenAI-compatible reasoning servers do (the
+// OpenAI API refuses it).
+func (s *Server) AcceptReasoningContent() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reasoningContent = true
+}
+
 // RequireKey makes the server refuse (401, in the provider's shape) a
 // request that does not carry this key. Without it any key, or none, is
 // accepted.
@@ -325,7 +347,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
 	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	s.mu.Lock()
-	key := s.key
+	key, rc := s.key, s.reasoningContent
+	signed := maps.Clone(s.signedCalls)
 	s.mu.Unlock()
 	var (
 		reply Reply
@@ -333,9 +356,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		idx   int
 	)
 	if s.kind == "openai" {
-		rec.Chat, err = checkOpenAI(r, body, key)
+		rec.Chat, err = checkOpenAI(r, body, key, rc)
 	} else {
 		rec.Messages, err = checkAnthropic(r, body, key)
+		if err == nil {
+			err = checkThinking(rec.Messages, signed)
+		}
 	}
 	if err == nil && rec.Messages != nil && rec.Messages.CountTokens {
 		// A count, as the API gives it: not a turn, so never the script's
@@ -365,6 +391,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 					prefix = "toolu_strict"
 				}
 				reply.ToolCalls[i].ID = fmt.Sprintf("%s%04d", prefix, s.calls)
+			}
+		}
+		if s.kind == "anthropic" && reply.Reasoning != "" && rec.Messages.ThinkingEnabled() {
+			if s.signedCalls == nil {
+				s.signedCalls = map[string]string{}
+			}
+			for _, c := range reply.ToolCalls {
+				s.signedCalls[c.ID] = Sign(reply.Reasoning)
 			}
 		}
 	}

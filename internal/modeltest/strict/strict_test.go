@@ -334,3 +334,88 @@ func TestAnthropicCountTokens(t *testing.T) {
 		t.Fatalf("the turn after the counts: %+v %v", msg, err)
 	}
 }
+
+// The Anthropic server signs the thinking it streams when the request
+// enables thinking, and refuses a tool loop that drops the block or alters
+// it; the adapter streams the block as reasoning and sends it back whole.
+func TestAnthropicThinkingRoundTrip(t *testing.T) {
+	const thought = "Oslo: call the weather tool."
+	srv := strict.NewAnthropic(t, strict.Reply{Reasoning: thought, ToolCalls: []strict.Call{{Name: "weather", Arguments: `{"city":"Oslo"}`}}})
+	p := anthropic.New(anthropic.Options{BaseURL: srv.BaseURL(), APIKey: "sk-ant-test", MaxRetries: -1})
+	ctx := context.Background()
+	var streamed strings.Builder
+	first := []provider.Message{{Role: provider.RoleUser, Content: "weather in Oslo?"}}
+	resp, err := p.Stream(ctx, provider.Request{Model: "claude-sonnet-4-5", Messages: first, Tools: []provider.Tool{weather}, ReasoningEffort: provider.EffortLow},
+		func(ev provider.Event) {
+			if ev.Type == provider.EventReasoning {
+				streamed.WriteString(ev.Text)
+			}
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if streamed.String() != thought || len(resp.Reasoning) != 1 || resp.Reasoning[0].Signature != strict.Sign(thought) || resp.Text != "" {
+		t.Fatalf("streamed %q, response reasoning %+v text %q", streamed.String(), resp.Reasoning, resp.Text)
+	}
+	if th := srv.Accepted()[0].Messages.Thinking; th == nil || th.BudgetTokens != anthropic.ThinkingBudget[provider.EffortLow] {
+		t.Fatalf("thinking sent: %+v", th)
+	}
+	loop := func(r []provider.Reasoning) []provider.Message {
+		return append(append([]provider.Message{}, first...),
+			provider.Message{Role: provider.RoleAssistant, ToolCalls: resp.ToolCalls, Reasoning: r},
+			provider.Message{Role: provider.RoleTool, ToolCallID: resp.ToolCalls[0].ID, Content: `{"sky":"clear"}`})
+	}
+	altered := []provider.Reasoning{{Type: provider.ReasoningThinking, Text: thought + " (edited)", Signature: resp.Reasoning[0].Signature}}
+	for _, c := range []struct {
+		name string
+		r    []provider.Reasoning
+		want string
+	}{
+		{"dropped", nil, "Expected `thinking` or `redacted_thinking`, but found `tool_use`"},
+		{"altered", altered, "Invalid `signature` in `thinking` block"},
+		{"kept", resp.Reasoning, ""},
+	} {
+		srv.Push(strict.Reply{Text: "Clear."})
+		_, err := p.Stream(ctx, provider.Request{Model: "claude-sonnet-4-5", Messages: loop(c.r), Tools: []provider.Tool{weather}, ReasoningEffort: provider.EffortLow}, nil)
+		switch {
+		case c.want == "" && err != nil:
+			t.Fatalf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Fatalf("%s: got %v, want a refusal with %q", c.name, err, c.want)
+		}
+	}
+}
+
+// An OpenAI-compatible reasoning server streams reasoning_content, which
+// the adapter reports as reasoning, not text, and takes it back within
+// the turn's tool loop; OpenAI's own API refuses the field.
+func TestCompatibleReasoningContent(t *testing.T) {
+	srv := strict.NewOpenAI(t, strict.Reply{Reasoning: "think first", ToolCalls: []strict.Call{{Name: "weather", Arguments: `{"city":"Oslo"}`}}}, strict.Reply{Text: "Clear."})
+	srv.AcceptReasoningContent()
+	p := openai.New(openai.Options{BaseURL: srv.BaseURL(), Name: openai.NameCompatible, MaxRetries: -1})
+	first := []provider.Message{{Role: provider.RoleUser, Content: "weather in Oslo?"}}
+	resp, err := p.Stream(context.Background(), provider.Request{Model: "m", Messages: first, Tools: []provider.Tool{weather}, ReasoningEffort: provider.EffortHigh}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Reasoning) != 1 || resp.Reasoning[0].Text != "think first" || resp.Text != "" {
+		t.Fatalf("reasoning %+v text %q", resp.Reasoning, resp.Text)
+	}
+	if got := srv.Accepted()[0].Chat.ReasoningEffort; got != "high" {
+		t.Fatalf("reasoning_effort sent %q", got)
+	}
+	msgs := append(first, provider.Message{Role: provider.RoleAssistant, ToolCalls: resp.ToolCalls, Reasoning: resp.Reasoning},
+		provider.Message{Role: provider.RoleTool, ToolCallID: resp.ToolCalls[0].ID, Content: "{}"})
+	if _, err := p.Stream(context.Background(), provider.Request{Model: "m", Messages: msgs, Tools: []provider.Tool{weather}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Accepted()[1].Chat.Messages[1].ReasoningContent; got != "think first" {
+		t.Fatalf("reasoning_content sent back %q", got)
+	}
+	// OpenAI itself never gets the field.
+	o := strict.NewOpenAI(t, strict.Reply{Text: "ok"})
+	op := openai.New(openai.Options{BaseURL: o.BaseURL(), APIKey: "sk-test", MaxRetries: -1})
+	if _, err := op.Stream(context.Background(), provider.Request{Model: "m", Messages: msgs}, nil); err != nil {
+		t.Fatalf("openai: %v (refused: %v)", err, o.Rejected())
+	}
+}
